@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# Installs what the native build, the demo and the tests need on Debian 12 or Ubuntu
+# 20.04/22.04/24.04, from the distribution's archive. Idempotent: installs only what is missing and
+# touches the package lists only when something is. Used by the README's commands, CI and the
+# Dockerfile's build stage (which passes --no-torch --no-test-data: it brings its own LibTorch).
+#
+#   env/install-native.sh [--no-torch] [--no-test-data]
+set -euo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# shellcheck source=versions.env
+source "$here/versions.env"
+
+want_torch=1
+want_test=1
+for arg in "$@"; do
+  case "$arg" in
+    --no-torch) want_torch=0 ;;
+    --no-test-data) want_test=0 ;;
+    *) echo "install-native.sh: unknown argument '$arg' (expected --no-torch or --no-test-data)" >&2; exit 64 ;;
+  esac
+done
+
+if [ "$(id -u)" -eq 0 ]; then
+  sudo=()
+elif command -v sudo >/dev/null 2>&1; then
+  sudo=(sudo)
+else
+  echo "install-native.sh: run as root or install sudo: packages must be installed with apt-get" >&2
+  exit 77
+fi
+
+if ! command -v apt-get >/dev/null 2>&1; then
+  echo "install-native.sh: apt-get not found: this script supports Debian 12 and Ubuntu 20.04-24.04" >&2
+  exit 69
+fi
+
+# shellcheck disable=SC2206
+packages=($NATIVE_BUILD_PACKAGES $NATIVE_LIB_PACKAGES)
+# shellcheck disable=SC2206
+[ "$want_torch" -eq 1 ] && packages+=($NATIVE_TORCH_PACKAGES)
+# shellcheck disable=SC2206
+[ "$want_test" -eq 1 ] && packages+=($NATIVE_TEST_PACKAGES)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+done
+
+if [ "${#missing[@]}" -eq 0 ]; then
+  echo "install-native.sh: all ${#packages[@]} packages present"
+  exit 0
+fi
+
+echo "install-native.sh: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+"${sudo[@]}" apt-get update -q
+
+# Older releases lack some packages (Ubuntu 20.04 has no libtorch-dev): install what the archive
+# has and say what it lacks; the build and the tests then skip what needs the missing parts.
+available=()
+for p in "${missing[@]}"; do
+  if apt-cache policy "$p" 2>/dev/null | grep -q 'Candidate: [^(]'; then
+    available+=("$p")
+  else
+    echo "install-native.sh: '$p' is not in this distribution's archive; parts that need it are skipped" >&2
+  fi
+done
+if [ "${#available[@]}" -gt 0 ]; then
+  "${sudo[@]}" apt-get install -y -q --no-install-recommends "${available[@]}"
+fi

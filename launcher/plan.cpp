@@ -1,0 +1,186 @@
+// The planner. Pure: no I/O, no clock, no environment; the same facts and request give the same
+// plan, so every rule here is tested directly.
+#include "plan.h"
+
+#include <algorithm>
+#include <string>
+
+#include "errors.h"
+#include "text.h"
+
+namespace dl {
+namespace {
+
+// Memory a DataLoader worker process costs beyond its batches (a forked Python interpreter with
+// torch imported, measured at 300-500 MiB resident); a dl-train loader thread costs only its
+// batches.
+constexpr std::uint64_t kPythonWorkerBytes = 512ull << 20;
+// Share of usable RAM the loader may take; the rest is the model's, the optimizer's and the OS's.
+constexpr std::uint64_t kLoaderRamShareDiv = 4;
+// Share of free /dev/shm the workers' in-flight batches may fill.
+constexpr std::uint64_t kShmShareDiv = 2;
+
+std::string from(const std::string& source) {
+  return source == "default" ? source : "from " + source;
+}
+
+std::string gib(std::uint64_t bytes) { return format_bytes(bytes); }
+
+Choice<std::string> plan_device(const Facts& facts, const Request& req) {
+  const std::string& asked = req.device.value;
+  const auto& gpus = facts.gpu.gpus;
+  if (asked == "cpu") return {"cpu", from(req.device.source)};
+  if (asked == "auto") {
+    if (gpus.empty()) return {"cpu", "no GPU visible: " + facts.gpu.note};
+    const auto& g = gpus.front();
+    std::string reason = std::to_string(gpus.size()) + " GPU" + (gpus.size() > 1 ? "s" : "") +
+                         "; cuda:0 is " + g.name + ", " + gib(g.total_bytes);
+    return {"cuda:0", reason};
+  }
+  // "cuda" or "cuda:N", validated by the options.
+  const int index = asked == "cuda" ? 0 : std::stoi(asked.substr(5));
+  if (gpus.empty()) {
+    throw UserError(exit_code::kUnavailable, req.device.source + " asks for " + asked +
+                                                 ", but no GPU is visible (" + facts.gpu.note +
+                                                 "); use --device cpu or auto");
+  }
+  if (index >= static_cast<int>(gpus.size())) {
+    throw UserError(exit_code::kUnavailable,
+                    req.device.source + " asks for " + asked + ", but only " +
+                        std::to_string(gpus.size()) + " GPU(s) are visible (cuda:0..cuda:" +
+                        std::to_string(gpus.size() - 1) + ")");
+  }
+  return {"cuda:" + std::to_string(index), from(req.device.source)};
+}
+
+const GpuInfo* gpu_of(const Facts& facts, const std::string& device) {
+  if (device.rfind("cuda:", 0) != 0) return nullptr;
+  const size_t index = std::stoul(device.substr(5));
+  return index < facts.gpu.gpus.size() ? &facts.gpu.gpus[index] : nullptr;
+}
+
+Choice<std::string> plan_precision(const Facts& facts, const Request& req,
+                                   const std::string& device, std::vector<std::string>* warnings) {
+  const GpuInfo* gpu = gpu_of(facts, device);
+  const std::string& asked = req.precision.value;
+  if (asked == "auto") {
+    if (gpu == nullptr) return {"fp32", "CPU: fp32 unless asked (--precision bf16 for autocast)"};
+    const std::string cc = std::to_string(gpu->cc_major) + "." + std::to_string(gpu->cc_minor);
+    if (gpu->cc_major >= 8) return {"bf16", "compute capability " + cc + " >= 8.0 has bf16"};
+    return {"fp16", "compute capability " + cc + " < 8.0: fp16 autocast with a GradScaler"};
+  }
+  if (asked == "fp16" && gpu == nullptr) {
+    throw UserError(exit_code::kUsage, req.precision.source +
+                                           ": fp16 needs a CUDA device (CPU autocast is bf16 "
+                                           "only); expected fp32 or bf16 on " + device);
+  }
+  if (asked == "bf16" && gpu != nullptr && gpu->cc_major < 8) {
+    warnings->push_back("bf16 on " + gpu->name + " (compute capability " +
+                        std::to_string(gpu->cc_major) + "." + std::to_string(gpu->cc_minor) +
+                        " < 8.0) is emulated and slow; fp16 is the fast choice there");
+  }
+  return {asked, from(req.precision.source)};
+}
+
+Choice<int> plan_workers(const Facts& facts, const Request& req, std::vector<std::string>* warnings) {
+  const int cores = facts.cpu.usable;
+  if (req.workers) {
+    const int w = req.workers->value;
+    if (w > cores) {
+      warnings->push_back(std::to_string(w) + " workers on " + std::to_string(cores) +
+                          " usable cores oversubscribe the CPU; data loading will slow down");
+    }
+    return {w, from(req.workers->source)};
+  }
+  if (req.samples && req.samples->value < kSmallDataset) {
+    return {0, std::to_string(req.samples->value) + " samples < " + std::to_string(kSmallDataset) +
+                   ": loading in the main process is cheaper than starting workers"};
+  }
+
+  Choice<int> c;
+  c.value = std::max(1, cores - 2);
+  c.reason = std::to_string(cores) + " usable cores - 2" + (cores - 2 < 1 ? ", at least 1" : "");
+
+  // Never more workers than the host can feed: their memory, their batches in /dev/shm, and the
+  // batches an epoch has.
+  const std::uint64_t batch_bytes =
+      static_cast<std::uint64_t>(req.batch_size.value) * req.sample_bytes.value;
+  const std::uint64_t per_worker_ram =
+      kPrefetchPerWorker * batch_bytes + (req.shm_batches ? kPythonWorkerBytes : 0);
+  const std::uint64_t ram_budget = facts.memory.usable / kLoaderRamShareDiv;
+  if (per_worker_ram > 0) {
+    const auto ram_cap = static_cast<int>(std::max<std::uint64_t>(1, ram_budget / per_worker_ram));
+    if (ram_cap < c.value) {
+      c.value = ram_cap;
+      c.reason += "; capped at " + std::to_string(ram_cap) + ": each worker needs about " +
+                  gib(per_worker_ram) + " of " + gib(ram_budget) + " (1/4 of usable RAM)";
+    }
+  }
+  if (req.shm_batches && facts.shm.present) {
+    const std::uint64_t per_worker_shm = kPrefetchPerWorker * batch_bytes;
+    const std::uint64_t shm_budget = facts.shm.free / kShmShareDiv;
+    const auto shm_cap = per_worker_shm == 0 ? c.value
+                                             : static_cast<int>(shm_budget / per_worker_shm);
+    if (shm_cap < c.value) {
+      c.value = shm_cap;
+      c.reason += "; capped at " + std::to_string(shm_cap) + " by /dev/shm: " + gib(shm_budget) +
+                  " (half of free) holds " + std::to_string(shm_cap) + " worker(s) of " +
+                  std::to_string(kPrefetchPerWorker) + " batches x " + gib(batch_bytes);
+    }
+  }
+  if (req.samples && req.samples->value > 0) {
+    const std::int64_t batches =
+        std::max<std::int64_t>(1, req.samples->value / req.batch_size.value);
+    if (batches < c.value) {
+      c.value = static_cast<int>(batches);
+      c.reason += "; capped at " + std::to_string(batches) + " batches per epoch";
+    }
+  }
+  return c;
+}
+
+Choice<int> plan_threads(const Facts& facts, const Request& req, int workers,
+                         std::vector<std::string>* warnings) {
+  const int cores = facts.cpu.usable;
+  if (req.threads) {
+    if (req.threads->value + workers > cores) {
+      warnings->push_back(std::to_string(req.threads->value) + " threads + " +
+                          std::to_string(workers) + " workers exceed " + std::to_string(cores) +
+                          " usable cores: they will compete for the CPU");
+    }
+    return {req.threads->value, from(req.threads->source)};
+  }
+  if (workers == 0) return {cores, std::to_string(cores) + " usable cores, no workers"};
+  const int threads = std::max(1, cores - workers);
+  return {threads, std::to_string(cores) + " usable cores - " + std::to_string(workers) +
+                       " worker" + (workers > 1 ? "s" : "") +
+                       (cores - workers < 1 ? ", at least 1" : "")};
+}
+
+}  // namespace
+
+Plan make_plan(const Facts& facts, const Request& req) {
+  Plan plan;
+  plan.device = plan_device(facts, req);
+  plan.precision = plan_precision(facts, req, plan.device.value, &plan.warnings);
+  plan.batch_size = {req.batch_size.value, from(req.batch_size.source)};
+  if (req.samples && req.samples->value > 0 && req.batch_size.value > req.samples->value) {
+    plan.warnings.push_back("batch size " + std::to_string(req.batch_size.value) + " exceeds the " +
+                            std::to_string(req.samples->value) + " samples of the data set");
+  }
+  plan.workers = plan_workers(facts, req, &plan.warnings);
+  plan.threads = plan_threads(facts, req, plan.workers.value, &plan.warnings);
+
+  if (facts.shm.present && facts.shm.total <= kDockerDefaultShm) {
+    plan.warnings.push_back(
+        "/dev/shm is only " + gib(facts.shm.total) +
+        " (Docker's default): PyTorch DataLoader workers die with 'bus error'. Fix: set "
+        "`shm_size: 8gb` (or `ipc: host`) for the service in docker-compose.yml, or pass "
+        "`--shm-size=8g` to docker run");
+  } else if (!facts.shm.present) {
+    plan.warnings.push_back("/dev/shm is missing: PyTorch DataLoader workers cannot share batches");
+  }
+  return plan;
+}
+
+}  // namespace dl

@@ -1,0 +1,117 @@
+// Spawning with Boost.Process and supervising with sigtimedwait: the stop signals and SIGCHLD are
+// blocked in the launcher and taken synchronously, so there is no handler and no race between a
+// signal and the child's exit.
+#include "supervisor.h"
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <boost/process/args.hpp>
+#include <boost/process/child.hpp>
+#include <boost/process/env.hpp>
+#include <boost/process/environment.hpp>
+#include <boost/process/exe.hpp>
+#include <boost/process/extend.hpp>
+#include <boost/process/start_dir.hpp>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <optional>
+#include <spdlog/spdlog.h>
+
+#include "errors.h"
+
+namespace bp = boost::process;
+
+namespace dl {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// How often the loop looks at the child when no signal arrives; SIGCHLD normally wakes it first.
+constexpr auto kPollInterval = std::chrono::milliseconds(200);
+
+sigset_t supervised_signals() {
+  sigset_t set;
+  sigemptyset(&set);
+  for (int s : {SIGINT, SIGTERM, SIGHUP, SIGCHLD}) sigaddset(&set, s);
+  return set;
+}
+
+int decode_status(int status) {
+  if (WIFEXITED(status)) return WEXITSTATUS(status);
+  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+  return exit_code::kInternal;
+}
+
+timespec to_timespec(Clock::duration d) {
+  const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(d).count();
+  timespec ts{};
+  ts.tv_sec = static_cast<time_t>(ns / 1'000'000'000);
+  ts.tv_nsec = static_cast<long>(ns % 1'000'000'000);
+  return ts;
+}
+
+}  // namespace
+
+int supervise(const SpawnSpec& spec) {
+  const sigset_t set = supervised_signals();
+  sigset_t old_mask;
+  pthread_sigmask(SIG_BLOCK, &set, &old_mask);
+  struct MaskRestore {
+    sigset_t mask;
+    ~MaskRestore() { pthread_sigmask(SIG_SETMASK, &mask, nullptr); }
+  } restore{old_mask};
+
+  bp::environment env = boost::this_process::environment();
+  for (const auto& [k, v] : spec.env) env[k] = v;
+  const std::vector<std::string> args(spec.argv.begin() + 1, spec.argv.end());
+
+  std::optional<bp::child> child;
+  try {
+    child.emplace(bp::exe = spec.argv[0], bp::args = args, bp::start_dir = spec.cwd, env,
+                  bp::extend::on_exec_setup = [&old_mask](auto&) {
+                    // In the child, between fork and exec: a group of its own (the launcher
+                    // signals the group), and the signal mask the launcher had.
+                    setpgid(0, 0);
+                    pthread_sigmask(SIG_SETMASK, &old_mask, nullptr);
+                  });
+  } catch (const bp::process_error& e) {
+    throw UserError(exit_code::kNotExecutable, "cannot start " + spec.argv[0] + ": " + e.what());
+  }
+  const pid_t pid = child->id();
+  setpgid(pid, pid);  // also here, so the group exists before any signal is forwarded
+
+  std::optional<Clock::time_point> kill_at;
+  bool killed = false;
+  while (true) {
+    if (!child->running()) break;
+    auto wait = std::chrono::duration_cast<Clock::duration>(kPollInterval);
+    if (kill_at) wait = std::min(wait, std::max(Clock::duration::zero(), *kill_at - Clock::now()));
+    const timespec ts = to_timespec(wait);
+    siginfo_t info{};
+    const int sig = sigtimedwait(&set, &info, &ts);
+    if (sig == SIGINT || sig == SIGTERM || sig == SIGHUP) {
+      if (!kill_at) {
+        kill_at = Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                     std::chrono::duration<double>(spec.grace_seconds));
+        spdlog::warn("{} received: forwarding it to process group {}; killing it in {:g} s if it "
+                     "has not exited",
+                     strsignal(sig), pid, spec.grace_seconds);
+      } else {
+        spdlog::warn("{} received again: forwarding it to process group {}", strsignal(sig), pid);
+      }
+      kill(-pid, sig);
+    }
+    if (kill_at && !killed && Clock::now() >= *kill_at && child->running()) {
+      spdlog::error("process group {} still running {:g} s after the stop signal: killing it", pid,
+                    spec.grace_seconds);
+      kill(-pid, SIGKILL);
+      killed = true;
+    }
+  }
+  return decode_status(child->native_exit_code());
+}
+
+}  // namespace dl

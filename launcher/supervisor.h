@@ -1,0 +1,25 @@
+// Starts the program in its own process group and supervises it: SIGINT, SIGTERM and SIGHUP sent
+// to dl-launch are forwarded to the whole group (the trainer and its workers), and a program still
+// running a grace period after the first one is killed. This is what lets `docker stop` give the
+// trainer its chance to save a checkpoint.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "launch.h"
+
+namespace dl {
+
+struct SpawnSpec {
+  std::vector<std::string> argv;  // argv[0] absolute
+  std::string cwd;
+  EnvList env;  // set on top of the launcher's environment
+  double grace_seconds = 30.0;
+};
+
+// Runs the program to its end. Returns its exit code, or 128+N when it died of signal N.
+// Throws UserError 126 when it cannot be started.
+int supervise(const SpawnSpec& spec);
+
+}  // namespace dl

@@ -1,0 +1,64 @@
+// String helpers.
+#include "text.h"
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+
+namespace dl {
+
+std::vector<std::string> split(const std::string& s, char sep) {
+  std::vector<std::string> parts;
+  size_t start = 0;
+  while (start <= s.size()) {
+    const size_t end = s.find(sep, start);
+    if (end == std::string::npos) {
+      if (start < s.size()) parts.push_back(s.substr(start));
+      break;
+    }
+    parts.push_back(s.substr(start, end - start));
+    start = end + 1;
+  }
+  return parts;
+}
+
+std::string trim(const std::string& s) {
+  const char* ws = " \t\r\n";
+  const auto first = s.find_first_not_of(ws);
+  if (first == std::string::npos) return {};
+  return s.substr(first, s.find_last_not_of(ws) - first + 1);
+}
+
+std::optional<std::uint64_t> parse_u64(const std::string& s) {
+  if (s.empty() || !is_digit(s[0])) return std::nullopt;
+  errno = 0;
+  char* end = nullptr;
+  const unsigned long long v = std::strtoull(s.c_str(), &end, 10);
+  if (errno != 0 || *end != '\0') return std::nullopt;
+  return static_cast<std::uint64_t>(v);
+}
+
+std::optional<std::int64_t> parse_i64(const std::string& s) {
+  const size_t digits = (!s.empty() && (s[0] == '-' || s[0] == '+')) ? 1 : 0;
+  if (s.size() <= digits || !is_digit(s[digits])) return std::nullopt;
+  errno = 0;
+  char* end = nullptr;
+  const long long v = std::strtoll(s.c_str(), &end, 10);
+  if (errno != 0 || *end != '\0') return std::nullopt;
+  return static_cast<std::int64_t>(v);
+}
+
+std::string format_bytes(std::uint64_t bytes) {
+  static const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  double v = static_cast<double>(bytes);
+  int u = 0;
+  while (v >= 1024.0 && u < 4) {
+    v /= 1024.0;
+    ++u;
+  }
+  char buf[32];
+  std::snprintf(buf, sizeof buf, u == 0 ? "%.0f %s" : "%.1f %s", v, units[u]);
+  return buf;
+}
+
+}  // namespace dl

@@ -1,0 +1,99 @@
+// Workspace checks and atomic files.
+#include "workspace.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <climits>
+#include <cstdlib>
+#include <cstring>
+
+#include "errors.h"
+
+namespace dl {
+namespace {
+
+bool exists(const std::string& path) {
+  struct stat st {};
+  return stat(path.c_str(), &st) == 0;
+}
+
+void make_dir(const std::string& path) {
+  if (mkdir(path.c_str(), 0775) != 0 && errno != EEXIST) {
+    throw UserError(exit_code::kCantWrite, "cannot create " + path + ": " + std::strerror(errno));
+  }
+}
+
+}  // namespace
+
+std::string check_workspace(const std::string& path, const std::string& source) {
+  struct stat st {};
+  if (stat(path.c_str(), &st) != 0) {
+    throw UserError(exit_code::kMissing, source + ": workspace " + path + " does not exist (" +
+                                             std::strerror(errno) +
+                                             "); expected an existing directory");
+  }
+  if (!S_ISDIR(st.st_mode)) {
+    throw UserError(exit_code::kCantWrite,
+                    source + ": workspace " + path + " is not a directory; expected a directory");
+  }
+  // access() honours read-only mounts for root too.
+  if (access(path.c_str(), W_OK | X_OK) != 0) {
+    throw UserError(exit_code::kCantWrite, source + ": workspace " + path + " is not writable (" +
+                                               std::strerror(errno) +
+                                               "); runs/ and checkpoints are written there");
+  }
+  char resolved[PATH_MAX];
+  if (realpath(path.c_str(), resolved) == nullptr) return path;
+  return resolved;
+}
+
+std::string choose_run_name(const std::string& workspace, const std::string& requested,
+                            std::time_t now) {
+  if (!requested.empty()) return requested;
+  std::tm tm{};
+  localtime_r(&now, &tm);
+  char stamp[32];
+  std::strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", &tm);
+  std::string name = stamp;
+  for (int n = 2; exists(workspace + "/runs/" + name); ++n) {
+    name = std::string(stamp) + "-" + std::to_string(n);
+  }
+  return name;
+}
+
+std::string create_run_dir(const std::string& workspace, const std::string& name) {
+  make_dir(workspace + "/runs");
+  const std::string dir = workspace + "/runs/" + name;
+  make_dir(dir);
+  return dir;
+}
+
+void write_file_atomic(const std::string& path, const std::string& content) {
+  const std::string tmp = path + ".tmp." + std::to_string(getpid());
+  const int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0664);
+  if (fd < 0) {
+    throw UserError(exit_code::kCantWrite, "cannot write " + tmp + ": " + std::strerror(errno));
+  }
+  size_t done = 0;
+  while (done < content.size()) {
+    const ssize_t n = write(fd, content.data() + done, content.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      const int err = errno;
+      close(fd);
+      unlink(tmp.c_str());
+      throw UserError(exit_code::kCantWrite, "cannot write " + tmp + ": " + std::strerror(err));
+    }
+    done += static_cast<size_t>(n);
+  }
+  if (fsync(fd) != 0 || close(fd) != 0 || rename(tmp.c_str(), path.c_str()) != 0) {
+    const int err = errno;
+    unlink(tmp.c_str());
+    throw UserError(exit_code::kCantWrite, "cannot write " + path + ": " + std::strerror(err));
+  }
+}
+
+}  // namespace dl
