@@ -13,5 +13,8 @@ case "$kind" in
   *) echo "build.sh: unknown build '$kind' (expected release or debug)" >&2; exit 64 ;;
 esac
 
-cmake -S "$root" -B "$root/build/$kind" -G Ninja -DCMAKE_BUILD_TYPE="$build_type" -DDL_WERROR=ON
+# Warnings fail the build in CI (CI=true), where the compiler is known; elsewhere they are shown.
+werror=OFF
+[ "${CI:-}" = "true" ] && werror=ON
+cmake -S "$root" -B "$root/build/$kind" -G Ninja -DCMAKE_BUILD_TYPE="$build_type" -DDL_WERROR="$werror"
 cmake --build "$root/build/$kind" --parallel "$(nproc)"

@@ -88,7 +88,7 @@ int run(int argc, const char* const argv[]) {
   req.shm_batches = passes_batches_through_shm(launch.command);
   if (default_program && !has_own_data(launch.workspace)) {
     if (!req.samples) req.samples = Sourced<std::int64_t>{kDefaultDataSamples, "Fashion-MNIST"};
-    if (req.sample_bytes.source == "default") {
+    if (req.sample_bytes.source == Request{}.sample_bytes.source) {
       req.sample_bytes = {kDefaultDataSampleBytes, "Fashion-MNIST"};
     }
   }

@@ -26,6 +26,10 @@ std::string from(const std::string& source) {
 
 std::string gib(std::uint64_t bytes) { return format_bytes(bytes); }
 
+std::string usable_cores(int n) {
+  return std::to_string(n) + (n == 1 ? " usable core" : " usable cores");
+}
+
 Choice<std::string> plan_device(const Facts& facts, const Request& req) {
   const std::string& asked = req.device.value;
   const auto& gpus = facts.gpu.gpus;
@@ -99,7 +103,7 @@ Choice<int> plan_workers(const Facts& facts, const Request& req, std::vector<std
 
   Choice<int> c;
   c.value = std::max(1, cores - 2);
-  c.reason = std::to_string(cores) + " usable cores - 2" + (cores - 2 < 1 ? ", at least 1" : "");
+  c.reason = usable_cores(cores) + " - 2" + (cores - 2 < 1 ? ", at least 1" : "");
 
   // Never more workers than the host can feed: their memory, their batches in /dev/shm, and the
   // batches an epoch has.
@@ -150,9 +154,9 @@ Choice<int> plan_threads(const Facts& facts, const Request& req, int workers,
     }
     return {req.threads->value, from(req.threads->source)};
   }
-  if (workers == 0) return {cores, std::to_string(cores) + " usable cores, no workers"};
+  if (workers == 0) return {cores, usable_cores(cores) + ", no workers"};
   const int threads = std::max(1, cores - workers);
-  return {threads, std::to_string(cores) + " usable cores - " + std::to_string(workers) +
+  return {threads, usable_cores(cores) + " - " + std::to_string(workers) +
                        " worker" + (workers > 1 ? "s" : "") +
                        (cores - workers < 1 ? ", at least 1" : "")};
 }

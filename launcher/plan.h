@@ -25,7 +25,7 @@ struct Request {
   Sourced<std::string> precision{"auto"};  // auto | fp32 | fp16 | bf16
   Sourced<std::string> device{"auto"};     // auto | cpu | cuda | cuda:N
   std::optional<Sourced<std::int64_t>> samples;  // data set size when known
-  Sourced<std::uint64_t> sample_bytes{3 * 224 * 224 * 4};  // one decoded float sample
+  Sourced<std::uint64_t> sample_bytes{3 * 224 * 224 * 4, "3x224x224 assumed"};  // one float sample
   // The program passes batches between processes through /dev/shm (PyTorch's DataLoader does).
   bool shm_batches = false;
 };

@@ -73,8 +73,7 @@ std::string render_text(const Launch& l, bool dry_run) {
   const Request& r = l.request;
   out << row("data", r.samples ? std::to_string(r.samples->value) : std::string("unknown"),
              (r.samples ? "samples from " + r.samples->source : std::string("size not given: --samples")) +
-                 "; " + format_bytes(r.sample_bytes.value) + " per sample from " +
-                 r.sample_bytes.source);
+                 "; " + format_bytes(r.sample_bytes.value) + " per sample: " + r.sample_bytes.source);
   out << "run\n";
   out << "  command    ";
   for (size_t i = 0; i < l.command.size(); ++i) out << (i ? " " : "") << l.command[i];

@@ -1,0 +1,184 @@
+/* A stand-in for the NVIDIA driver's libnvidia-ml.so, loaded by dl-launch through
+ * --nvml-library. It lets the tests show the launcher any GPUs they like, on machines with no
+ * GPU at all, and a driver that fails to initialise.
+ *
+ *   FAKE_NVML_GPUS       "name,major,minor,total_MiB,free_MiB" entries separated by ';'
+ *                        (unset or empty: no GPU)
+ *   FAKE_NVML_INIT_FAIL  "1": nvmlInit_v2 fails with NVML_ERROR_DRIVER_NOT_LOADED
+ *
+ * Only the functions dl-launch resolves are exported, with NVML's C ABI: int return codes,
+ * opaque device handles, plain structs. */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define FAKE_SUCCESS 0
+#define FAKE_ERROR_UNINITIALIZED 1
+#define FAKE_ERROR_INVALID_ARGUMENT 2
+#define FAKE_ERROR_INSUFFICIENT_SIZE 7
+#define FAKE_ERROR_DRIVER_NOT_LOADED 9
+#define FAKE_MAX_GPUS 16
+
+typedef struct {
+  unsigned long long total;
+  unsigned long long free;
+  unsigned long long used;
+} fake_memory_t;
+
+typedef struct {
+  unsigned gpu;
+  unsigned memory;
+} fake_utilization_t;
+
+typedef struct {
+  char name[96];
+  int major;
+  int minor;
+  unsigned long long total_bytes;
+  unsigned long long free_bytes;
+} fake_gpu_t;
+
+static fake_gpu_t gpus[FAKE_MAX_GPUS];
+static unsigned gpu_count;
+static int initialised;
+
+/* Copies `text` into `buffer` as NVML does: fails rather than truncating. */
+static int copy_string(const char* text, char* buffer, unsigned length) {
+  if (buffer == NULL) return FAKE_ERROR_INVALID_ARGUMENT;
+  if (strlen(text) + 1 > length) return FAKE_ERROR_INSUFFICIENT_SIZE;
+  memcpy(buffer, text, strlen(text) + 1);
+  return FAKE_SUCCESS;
+}
+
+/* Parses one "name,major,minor,total_MiB,free_MiB" entry of `length` characters. */
+static int parse_gpu(const char* entry, size_t length, fake_gpu_t* gpu) {
+  char copy[256];
+  char* fields[5];
+  char* cursor = copy;
+  size_t i;
+  if (length == 0 || length >= sizeof copy) return 0;
+  memcpy(copy, entry, length);
+  copy[length] = '\0';
+  for (i = 0; i < 5; ++i) {
+    char* comma;
+    if (cursor == NULL) return 0;
+    fields[i] = cursor;
+    comma = strchr(cursor, ',');
+    if (comma != NULL) *comma = '\0';
+    cursor = comma != NULL ? comma + 1 : NULL;
+  }
+  if (cursor != NULL || strlen(fields[0]) >= sizeof gpu->name) return 0;
+  strcpy(gpu->name, fields[0]);
+  gpu->major = atoi(fields[1]);
+  gpu->minor = atoi(fields[2]);
+  gpu->total_bytes = strtoull(fields[3], NULL, 10) << 20;
+  gpu->free_bytes = strtoull(fields[4], NULL, 10) << 20;
+  return 1;
+}
+
+static void load_gpus(void) {
+  const char* spec = getenv("FAKE_NVML_GPUS");
+  gpu_count = 0;
+  while (spec != NULL && *spec != '\0' && gpu_count < FAKE_MAX_GPUS) {
+    const char* end = strchr(spec, ';');
+    const size_t length = end != NULL ? (size_t)(end - spec) : strlen(spec);
+    if (parse_gpu(spec, length, &gpus[gpu_count])) ++gpu_count;
+    spec = end != NULL ? end + 1 : NULL;
+  }
+}
+
+/* Handles are index + 1, so that NULL is never a valid handle. */
+static const fake_gpu_t* gpu_of(void* device) {
+  const uintptr_t handle = (uintptr_t)device;
+  if (!initialised || handle == 0 || handle > gpu_count) return NULL;
+  return &gpus[handle - 1];
+}
+
+int nvmlInit_v2(void) {
+  const char* fail = getenv("FAKE_NVML_INIT_FAIL");
+  if (fail != NULL && strcmp(fail, "1") == 0) return FAKE_ERROR_DRIVER_NOT_LOADED;
+  load_gpus();
+  initialised = 1;
+  return FAKE_SUCCESS;
+}
+
+int nvmlShutdown(void) {
+  if (!initialised) return FAKE_ERROR_UNINITIALIZED;
+  initialised = 0;
+  return FAKE_SUCCESS;
+}
+
+const char* nvmlErrorString(int result) {
+  switch (result) {
+    case FAKE_SUCCESS:
+      return "Success";
+    case FAKE_ERROR_UNINITIALIZED:
+      return "Uninitialized";
+    case FAKE_ERROR_INVALID_ARGUMENT:
+      return "Invalid Argument";
+    case FAKE_ERROR_INSUFFICIENT_SIZE:
+      return "Insufficient Size";
+    case FAKE_ERROR_DRIVER_NOT_LOADED:
+      return "Driver Not Loaded";
+    default:
+      return "Unknown Error";
+  }
+}
+
+int nvmlSystemGetDriverVersion(char* version, unsigned length) {
+  if (!initialised) return FAKE_ERROR_UNINITIALIZED;
+  return copy_string("535.104.05", version, length);
+}
+
+int nvmlDeviceGetCount_v2(unsigned* count) {
+  if (!initialised) return FAKE_ERROR_UNINITIALIZED;
+  if (count == NULL) return FAKE_ERROR_INVALID_ARGUMENT;
+  *count = gpu_count;
+  return FAKE_SUCCESS;
+}
+
+int nvmlDeviceGetHandleByIndex_v2(unsigned index, void** device) {
+  if (!initialised) return FAKE_ERROR_UNINITIALIZED;
+  if (device == NULL || index >= gpu_count) return FAKE_ERROR_INVALID_ARGUMENT;
+  *device = (void*)(uintptr_t)(index + 1);
+  return FAKE_SUCCESS;
+}
+
+int nvmlDeviceGetName(void* device, char* name, unsigned length) {
+  const fake_gpu_t* gpu = gpu_of(device);
+  if (gpu == NULL) return FAKE_ERROR_INVALID_ARGUMENT;
+  return copy_string(gpu->name, name, length);
+}
+
+int nvmlDeviceGetMemoryInfo(void* device, fake_memory_t* memory) {
+  const fake_gpu_t* gpu = gpu_of(device);
+  if (gpu == NULL || memory == NULL) return FAKE_ERROR_INVALID_ARGUMENT;
+  memory->total = gpu->total_bytes;
+  memory->free = gpu->free_bytes;
+  memory->used = gpu->total_bytes > gpu->free_bytes ? gpu->total_bytes - gpu->free_bytes : 0;
+  return FAKE_SUCCESS;
+}
+
+int nvmlDeviceGetCudaComputeCapability(void* device, int* major, int* minor) {
+  const fake_gpu_t* gpu = gpu_of(device);
+  if (gpu == NULL || major == NULL || minor == NULL) return FAKE_ERROR_INVALID_ARGUMENT;
+  *major = gpu->major;
+  *minor = gpu->minor;
+  return FAKE_SUCCESS;
+}
+
+int nvmlDeviceGetUtilizationRates(void* device, fake_utilization_t* utilization) {
+  const fake_gpu_t* gpu = gpu_of(device);
+  if (gpu == NULL || utilization == NULL) return FAKE_ERROR_INVALID_ARGUMENT;
+  /* Fixed, recognisable figures: a monitor test can tell them from zero-initialised memory. */
+  utilization->gpu = 42;
+  utilization->memory = 17;
+  return FAKE_SUCCESS;
+}
+
+int nvmlDeviceGetTemperature(void* device, unsigned sensor, unsigned* temperature) {
+  const fake_gpu_t* gpu = gpu_of(device);
+  if (gpu == NULL || temperature == NULL || sensor != 0) return FAKE_ERROR_INVALID_ARGUMENT;
+  *temperature = 55;
+  return FAKE_SUCCESS;
+}

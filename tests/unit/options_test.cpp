@@ -1,0 +1,240 @@
+// The options registry: precedence defaults < config file < DL_* environment < command line, the
+// source named in each reason, and one clear error per kind of bad input.
+#include "options.h"
+
+#include <gtest/gtest.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "errors.h"
+
+extern char** environ;
+
+namespace dl {
+namespace {
+
+class OptionsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    // The suite may itself run under dl-launch: start from an environment without DL_*.
+    std::vector<std::string> names;
+    for (char** e = environ; *e != nullptr; ++e) {
+      const std::string entry = *e;
+      if (entry.rfind("DL_", 0) == 0) names.push_back(entry.substr(0, entry.find('=')));
+    }
+    for (const auto& n : names) unsetenv(n.c_str());
+    char tmpl[] = "/tmp/dl-options-XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    dir_ = tmpl;
+  }
+  void TearDown() override {
+    for (const char* n : set_) unsetenv(n);
+    std::remove((dir_ + "/dl.conf").c_str());
+    std::remove((dir_ + "/other.conf").c_str());
+    rmdir(dir_.c_str());
+  }
+  void env(const char* name, const char* value) {
+    setenv(name, value, 1);
+    set_.push_back(name);
+  }
+  void config(const std::string& text, const std::string& file = "dl.conf") {
+    std::ofstream(dir_ + "/" + file) << text;
+  }
+  LaunchOptions parse(std::vector<std::string> args) {
+    args.insert(args.begin(), {"dl-launch", "--workspace", dir_});
+    std::vector<const char*> argv;
+    for (const auto& a : args) argv.push_back(a.c_str());
+    return parse_options(static_cast<int>(argv.size()), argv.data());
+  }
+  // Runs parse expecting a UserError; returns it.
+  UserError parse_error(std::vector<std::string> args) {
+    try {
+      parse(std::move(args));
+    } catch (const UserError& e) {
+      return e;
+    }
+    ADD_FAILURE() << "expected a UserError";
+    return UserError(0, "");
+  }
+
+  std::string dir_;
+  std::vector<const char*> set_;
+};
+
+TEST_F(OptionsTest, DefaultsWhenNothingIsGiven) {
+  const LaunchOptions o = parse({});
+  EXPECT_FALSE(o.request.workers);
+  EXPECT_FALSE(o.request.threads);
+  EXPECT_EQ(o.request.batch_size.value, 64);
+  EXPECT_EQ(o.request.batch_size.source, "default");
+  EXPECT_EQ(o.request.precision.value, "auto");
+  EXPECT_EQ(o.request.device.value, "auto");
+  EXPECT_FALSE(o.config_file);
+  EXPECT_DOUBLE_EQ(o.grace_seconds, 30.0);
+}
+
+TEST_F(OptionsTest, CommandLineBeatsEnvironmentBeatsConfigBeatsDefault) {
+  config("workers = 3\nbatch-size = 32\nprecision = bf16\n");
+  env("DL_WORKERS", "4");
+  env("DL_BATCH_SIZE", "48");
+
+  LaunchOptions o = parse({"--workers", "5"});
+  EXPECT_EQ(o.request.workers->value, 5);
+  EXPECT_EQ(o.request.workers->source, "--workers");
+  EXPECT_EQ(o.request.batch_size.value, 48);
+  EXPECT_EQ(o.request.batch_size.source, "DL_BATCH_SIZE");
+  EXPECT_EQ(o.request.precision.value, "bf16");
+  EXPECT_EQ(o.request.precision.source, dir_ + "/dl.conf: precision");
+  EXPECT_EQ(o.config_file.value_or(""), dir_ + "/dl.conf");
+
+  o = parse({});
+  EXPECT_EQ(o.request.workers->value, 4);
+  EXPECT_EQ(o.request.workers->source, "DL_WORKERS");
+
+  unsetenv("DL_WORKERS");
+  o = parse({});
+  EXPECT_EQ(o.request.workers->value, 3);
+  EXPECT_EQ(o.request.workers->source, dir_ + "/dl.conf: workers");
+}
+
+TEST_F(OptionsTest, ExplicitConfigFileReplacesTheWorkspaceOne) {
+  config("workers = 3\n");
+  config("workers = 6\n", "other.conf");
+  const LaunchOptions o = parse({"--config", dir_ + "/other.conf"});
+  EXPECT_EQ(o.request.workers->value, 6);
+}
+
+TEST_F(OptionsTest, AutoMeansDerive) {
+  env("DL_WORKERS", "auto");
+  EXPECT_FALSE(parse({}).request.workers);
+  EXPECT_FALSE(parse({"--threads", "auto"}).request.threads);
+}
+
+TEST_F(OptionsTest, CommandAfterDoubleDash) {
+  const LaunchOptions o = parse({"--workers", "2", "--", "python3", "train.py", "--workers", "9"});
+  EXPECT_EQ(o.command, (std::vector<std::string>{"python3", "train.py", "--workers", "9"}));
+  EXPECT_EQ(o.request.workers->value, 2);
+}
+
+TEST_F(OptionsTest, JsonImpliesDryRun) {
+  const LaunchOptions o = parse({"--json"});
+  EXPECT_TRUE(o.json);
+  EXPECT_TRUE(o.dry_run);
+}
+
+TEST_F(OptionsTest, ValuesAreParsed) {
+  const LaunchOptions o =
+      parse({"--device", "cuda:1", "--precision", "fp16", "--samples", "500", "--input-shape",
+             "3x32x32", "--grace-period", "2.5", "--name", "exp-1", "--threads", "3"});
+  EXPECT_EQ(o.request.device.value, "cuda:1");
+  EXPECT_EQ(o.request.precision.value, "fp16");
+  EXPECT_EQ(o.request.samples->value, 500);
+  EXPECT_EQ(o.request.sample_bytes.value, 3u * 32 * 32 * 4);
+  EXPECT_DOUBLE_EQ(o.grace_seconds, 2.5);
+  EXPECT_EQ(o.run_name, "exp-1");
+  EXPECT_EQ(o.request.threads->value, 3);
+}
+
+struct BadInput {
+  std::vector<std::string> args;
+  int code;
+  std::string mentions;
+};
+
+class OptionsBadInput : public OptionsTest, public ::testing::WithParamInterface<BadInput> {};
+
+TEST_P(OptionsBadInput, OneClearErrorNamingTheOption) {
+  const BadInput& b = GetParam();
+  const UserError e = parse_error(b.args);
+  EXPECT_EQ(e.code(), b.code);
+  const std::string msg = e.what();
+  EXPECT_NE(msg.find(b.mentions), std::string::npos) << msg;
+  EXPECT_EQ(msg.find('\n'), std::string::npos) << "one line: " << msg;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Table, OptionsBadInput,
+    ::testing::Values(BadInput{{"--wrokers", "2"}, exit_code::kUsage, "wrokers"},
+                      BadInput{{"--workers=-3"}, exit_code::kUsage, "--workers"},
+                      BadInput{{"--workers", "two"}, exit_code::kUsage, "'two'"},
+                      BadInput{{"--batch-size", "0"}, exit_code::kUsage, "--batch-size"},
+                      BadInput{{"--batch-size", "auto"}, exit_code::kUsage, "--batch-size"},
+                      BadInput{{"--threads", "0"}, exit_code::kUsage, ">= 1"},
+                      BadInput{{"--precision", "fp17"}, exit_code::kUsage, "fp32, fp16, bf16"},
+                      BadInput{{"--device", "gpu"}, exit_code::kUsage, "cuda:N"},
+                      BadInput{{"--device", "cuda:x"}, exit_code::kUsage, "--device"},
+                      BadInput{{"--input-shape", "3x0x4"}, exit_code::kUsage, "CxHxW"},
+                      BadInput{{"--grace-period", "-1"}, exit_code::kUsage, "--grace-period"},
+                      BadInput{{"--name", "../escape"}, exit_code::kUsage, "--name"},
+                      BadInput{{"--workers"}, exit_code::kUsage, "workers"},
+                      BadInput{{"--config", "/nonexistent/dl.conf"}, exit_code::kMissing,
+                               "/nonexistent/dl.conf"}));
+
+TEST_F(OptionsTest, BadEnvironmentValueNamesTheVariable) {
+  env("DL_WORKERS", "abc");
+  const UserError e = parse_error({});
+  EXPECT_EQ(e.code(), exit_code::kUsage);
+  EXPECT_NE(std::string(e.what()).find("DL_WORKERS"), std::string::npos) << e.what();
+}
+
+TEST_F(OptionsTest, UnknownDlVariablesAreIgnored) {
+  env("DL_RUN_DIR", "/somewhere");  // set by a parent launcher: not an option
+  EXPECT_NO_THROW(parse({}));
+}
+
+TEST_F(OptionsTest, MalformedConfigNamesTheFile) {
+  config("workers = 2\nthis is not valid\n");
+  const UserError e = parse_error({});
+  EXPECT_EQ(e.code(), exit_code::kBadConfig);
+  EXPECT_NE(std::string(e.what()).find(dir_ + "/dl.conf"), std::string::npos) << e.what();
+}
+
+TEST_F(OptionsTest, UnknownConfigKeyIsAnError) {
+  config("wrokers = 2\n");
+  const UserError e = parse_error({});
+  EXPECT_EQ(e.code(), exit_code::kBadConfig);
+  EXPECT_NE(std::string(e.what()).find("wrokers"), std::string::npos) << e.what();
+}
+
+TEST_F(OptionsTest, BadValueInConfigNamesFileAndKey) {
+  config("precision = fp17\n");
+  const UserError e = parse_error({});
+  EXPECT_EQ(e.code(), exit_code::kUsage);
+  EXPECT_NE(std::string(e.what()).find("dl.conf: precision"), std::string::npos) << e.what();
+}
+
+TEST_F(OptionsTest, WorkspaceConfigCannotMoveTheWorkspace) {
+  config("workspace = /elsewhere\n");
+  EXPECT_EQ(parse_error({}).code(), exit_code::kBadConfig);
+}
+
+TEST_F(OptionsTest, ConfigFileThatIsADirectory) {
+  EXPECT_EQ(parse_error({"--config", dir_}).code(), exit_code::kMissing);
+}
+
+TEST(EnvToOption, MapsSettingsOnly) {
+  EXPECT_EQ(env_to_option("DL_BATCH_SIZE"), "batch-size");
+  EXPECT_EQ(env_to_option("DL_WORKERS"), "workers");
+  EXPECT_EQ(env_to_option("DL_GRACE_PERIOD"), "grace-period");
+  EXPECT_EQ(env_to_option("DL_HELP"), "");  // not a setting
+  EXPECT_EQ(env_to_option("DL_RUN_DIR"), "");
+  EXPECT_EQ(env_to_option("DL_workers"), "");
+  EXPECT_EQ(env_to_option("WORKERS"), "");
+}
+
+TEST(Usage, ListsEveryOptionAndTheExitCodes) {
+  const std::string u = usage_text();
+  for (const char* opt : {"--help", "--version", "--dry-run", "--json", "--workspace", "--config",
+                          "--workers", "--threads", "--batch-size", "--precision", "--device",
+                          "--grace-period", "Exit codes", "127"}) {
+    EXPECT_NE(u.find(opt), std::string::npos) << opt;
+  }
+}
+
+}  // namespace
+}  // namespace dl

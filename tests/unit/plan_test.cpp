@@ -1,0 +1,236 @@
+// The planner's rules, one at a time: workers and threads against the usable cores, the small
+// data set rule, the host-feeding caps, /dev/shm, device and precision, and the requests it must
+// refuse.
+#include "plan.h"
+
+#include <gtest/gtest.h>
+
+#include "errors.h"
+
+namespace dl {
+namespace {
+
+Facts cpu_machine(int cores) {
+  Facts f;
+  f.cpu.online = cores;
+  f.cpu.usable = cores;
+  f.memory.total = 64ull << 30;
+  f.memory.usable = 60ull << 30;
+  f.shm = {true, 32ull << 30, 32ull << 30};
+  f.gpu.note = "NVML not found";
+  return f;
+}
+
+Facts gpu_machine(int cc_major, int cc_minor) {
+  Facts f = cpu_machine(16);
+  f.gpu.available = true;
+  f.gpu.gpus.push_back({0, "GPU", 16ull << 30, 15ull << 30, cc_major, cc_minor});
+  f.gpu.gpus.push_back({1, "GPU", 16ull << 30, 15ull << 30, cc_major, cc_minor});
+  return f;
+}
+
+bool contains(const std::string& s, const std::string& part) {
+  return s.find(part) != std::string::npos;
+}
+
+bool any_warning(const Plan& p, const std::string& part) {
+  for (const auto& w : p.warnings) {
+    if (contains(w, part)) return true;
+  }
+  return false;
+}
+
+struct CoresCase {
+  int cores;
+  int workers;
+  int threads;
+};
+
+class CoresRule : public ::testing::TestWithParam<CoresCase> {};
+
+TEST_P(CoresRule, WorkersAreCoresMinusTwoAndThreadsTakeTheRest) {
+  const auto c = GetParam();
+  const Plan p = make_plan(cpu_machine(c.cores), Request{});
+  EXPECT_EQ(p.workers.value, c.workers);
+  EXPECT_EQ(p.threads.value, c.threads);
+  EXPECT_LE(p.workers.value + p.threads.value, std::max(2, c.cores)) << "oversubscribed";
+  EXPECT_TRUE(contains(p.workers.reason, std::to_string(c.cores) + " usable core"))
+      << p.workers.reason;
+}
+
+INSTANTIATE_TEST_SUITE_P(Table, CoresRule,
+                         ::testing::Values(CoresCase{1, 1, 1}, CoresCase{2, 1, 1},
+                                           CoresCase{3, 1, 2}, CoresCase{4, 2, 2},
+                                           CoresCase{16, 14, 2}, CoresCase{64, 62, 2}));
+
+TEST(PlanWorkers, SmallDataSetLoadsInTheMainProcess) {
+  Request r;
+  r.samples = Sourced<std::int64_t>{999, "--samples"};
+  const Plan p = make_plan(cpu_machine(16), r);
+  EXPECT_EQ(p.workers.value, 0);
+  EXPECT_EQ(p.threads.value, 16);
+  EXPECT_TRUE(contains(p.workers.reason, "999 samples < 1000"));
+
+  r.samples->value = 1000;
+  EXPECT_EQ(make_plan(cpu_machine(16), r).workers.value, 14);
+}
+
+TEST(PlanWorkers, NeverMoreWorkersThanBatchesPerEpoch) {
+  Request r;
+  r.samples = Sourced<std::int64_t>{5000, "--samples"};
+  r.batch_size.value = 1024;
+  const Plan p = make_plan(cpu_machine(64), r);
+  EXPECT_EQ(p.workers.value, 4);
+  EXPECT_TRUE(contains(p.workers.reason, "4 batches per epoch"));
+}
+
+TEST(PlanWorkers, CappedByMemoryForPythonWorkers) {
+  Facts f = cpu_machine(64);
+  f.memory.usable = 8ull << 30;  // 2 GiB loader budget, 512 MiB+ per Python worker
+  Request r;
+  r.shm_batches = true;
+  r.batch_size.value = 1;
+  r.sample_bytes.value = 1024;
+  const Plan p = make_plan(f, r);
+  EXPECT_EQ(p.workers.value, 3);
+  EXPECT_TRUE(contains(p.workers.reason, "1/4 of usable RAM")) << p.workers.reason;
+}
+
+TEST(PlanWorkers, CappedBySharedMemoryForPythonBatches) {
+  Facts f = cpu_machine(16);
+  f.shm = {true, 64ull << 20, 64ull << 20};
+  Request r;
+  r.shm_batches = true;
+  r.batch_size.value = 64;
+  r.sample_bytes.value = 3 * 224 * 224 * 4;  // 36.8 MiB a batch: none fits in 32 MiB
+  const Plan p = make_plan(f, r);
+  EXPECT_EQ(p.workers.value, 0);
+  EXPECT_TRUE(contains(p.workers.reason, "/dev/shm"));
+  EXPECT_EQ(p.threads.value, 16);
+
+  r.sample_bytes.value = 1 * 28 * 28 * 4;  // 392 KiB batches: plenty fit
+  EXPECT_EQ(make_plan(f, r).workers.value, 14);
+}
+
+TEST(PlanWorkers, SharedMemoryDoesNotCapThreadLoaders) {
+  Facts f = cpu_machine(16);
+  f.shm = {true, 64ull << 20, 64ull << 20};
+  Request r;  // dl-train: threads share the address space, nothing goes through /dev/shm
+  EXPECT_EQ(make_plan(f, r).workers.value, 14);
+}
+
+TEST(PlanWorkers, UserValueWinsAndOversubscriptionIsWarned) {
+  Request r;
+  r.workers = Sourced<int>{8, "--workers"};
+  const Plan p = make_plan(cpu_machine(4), r);
+  EXPECT_EQ(p.workers.value, 8);
+  EXPECT_EQ(p.workers.reason, "from --workers");
+  EXPECT_EQ(p.threads.value, 1);
+  EXPECT_TRUE(any_warning(p, "oversubscribe"));
+}
+
+TEST(PlanThreads, UserValueWinsAndCompetitionIsWarned) {
+  Request r;
+  r.threads = Sourced<int>{4, "DL_THREADS"};
+  const Plan p = make_plan(cpu_machine(4), r);
+  EXPECT_EQ(p.threads.value, 4);
+  EXPECT_EQ(p.threads.reason, "from DL_THREADS");
+  EXPECT_TRUE(any_warning(p, "compete"));
+}
+
+TEST(PlanShm, DockerDefaultWarnsWithTheFix) {
+  Facts f = cpu_machine(4);
+  f.shm = {true, 64ull << 20, 64ull << 20};
+  const Plan p = make_plan(f, Request{});
+  EXPECT_TRUE(any_warning(p, "shm_size"));
+  EXPECT_TRUE(any_warning(p, "ipc: host"));
+  f.shm = {true, 8ull << 30, 8ull << 30};
+  EXPECT_FALSE(any_warning(make_plan(f, Request{}), "shm_size"));
+}
+
+TEST(PlanDevice, CpuWithoutGpuIsFp32) {
+  const Plan p = make_plan(cpu_machine(4), Request{});
+  EXPECT_EQ(p.device.value, "cpu");
+  EXPECT_EQ(p.precision.value, "fp32");
+  EXPECT_TRUE(contains(p.device.reason, "no GPU"));
+}
+
+TEST(PlanDevice, PreAmpereGpuGetsFp16) {
+  const Plan p = make_plan(gpu_machine(7, 5), Request{});
+  EXPECT_EQ(p.device.value, "cuda:0");
+  EXPECT_EQ(p.precision.value, "fp16");
+  EXPECT_TRUE(contains(p.precision.reason, "7.5 < 8.0"));
+}
+
+TEST(PlanDevice, AmpereAndLaterGetBf16) {
+  EXPECT_EQ(make_plan(gpu_machine(8, 0), Request{}).precision.value, "bf16");
+  EXPECT_EQ(make_plan(gpu_machine(9, 0), Request{}).precision.value, "bf16");
+}
+
+TEST(PlanDevice, ExplicitGpuIndexAndCpu) {
+  Request r;
+  r.device = {"cuda:1", "--device"};
+  EXPECT_EQ(make_plan(gpu_machine(8, 0), r).device.value, "cuda:1");
+  r.device = {"cpu", "--device"};
+  const Plan p = make_plan(gpu_machine(8, 0), r);
+  EXPECT_EQ(p.device.value, "cpu");
+  EXPECT_EQ(p.precision.value, "fp32");
+}
+
+TEST(PlanDevice, CudaWithoutGpuIsRefused) {
+  Request r;
+  r.device = {"cuda", "--device"};
+  try {
+    make_plan(cpu_machine(4), r);
+    FAIL() << "expected UserError";
+  } catch (const UserError& e) {
+    EXPECT_EQ(e.code(), exit_code::kUnavailable);
+    EXPECT_TRUE(contains(e.what(), "--device"));
+  }
+  r.device = {"cuda:2", "--device"};
+  EXPECT_THROW(make_plan(gpu_machine(8, 0), r), UserError);
+}
+
+TEST(PlanPrecision, Fp16OnCpuIsRefused) {
+  Request r;
+  r.precision = {"fp16", "--precision"};
+  try {
+    make_plan(cpu_machine(4), r);
+    FAIL() << "expected UserError";
+  } catch (const UserError& e) {
+    EXPECT_EQ(e.code(), exit_code::kUsage);
+    EXPECT_TRUE(contains(e.what(), "--precision"));
+  }
+}
+
+TEST(PlanPrecision, Bf16OnCpuIsAllowedAndBf16OnOldGpuWarns) {
+  Request r;
+  r.precision = {"bf16", "--precision"};
+  EXPECT_EQ(make_plan(cpu_machine(4), r).precision.value, "bf16");
+  const Plan p = make_plan(gpu_machine(7, 0), r);
+  EXPECT_EQ(p.precision.value, "bf16");
+  EXPECT_TRUE(any_warning(p, "emulated"));
+}
+
+TEST(PlanBatch, FromTheRequestWithItsSource) {
+  Request r;
+  r.batch_size = {256, "/ws/dl.conf: batch-size"};
+  const Plan p = make_plan(cpu_machine(4), r);
+  EXPECT_EQ(p.batch_size.value, 256);
+  EXPECT_EQ(p.batch_size.reason, "from /ws/dl.conf: batch-size");
+}
+
+TEST(Plan, IsAPureFunction) {
+  const Facts f = gpu_machine(8, 6);
+  Request r;
+  r.samples = Sourced<std::int64_t>{50000, "--samples"};
+  const Plan a = make_plan(f, r);
+  const Plan b = make_plan(f, r);
+  EXPECT_EQ(a.workers.value, b.workers.value);
+  EXPECT_EQ(a.workers.reason, b.workers.reason);
+  EXPECT_EQ(a.precision.reason, b.precision.reason);
+  EXPECT_EQ(a.warnings, b.warnings);
+}
+
+}  // namespace
+}  // namespace dl
