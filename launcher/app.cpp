@@ -99,6 +99,8 @@ int run(int argc, const char* const argv[]) {
   launch.plan = make_plan(launch.facts, req);
   launch.run_name = choose_run_name(launch.workspace, opts.run_name, std::time(nullptr));
   launch.run_dir = launch.workspace + "/runs/" + launch.run_name;
+  launch.forwarded = opts.trainer_env;
+  if (launch.config_file) launch.forwarded.emplace_back("DL_CONFIG", *launch.config_file);
   launch.env = child_environment(launch);
   if (missing_trainer) launch.plan.warnings.push_back(*missing_trainer);
 

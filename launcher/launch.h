@@ -25,7 +25,8 @@ struct Launch {
   std::string run_name;
   std::string run_dir;  // absolute: <workspace>/runs/<name>
   std::vector<std::string> command;  // argv; argv[0] absolute
-  EnvList env;                       // variables set for the program (DL_*, torchrun, threads)
+  EnvList forwarded;  // training settings and the config file, handed on to the program
+  EnvList env;        // variables set for the program (DL_*, torchrun, threads, forwarded)
 };
 
 // The variables the program gets on top of the launcher's own environment. `lookup` reads the

@@ -40,6 +40,7 @@ EnvList child_environment(const Launch& launch, const EnvLookup& lookup) {
     const auto existing = get(name);
     env.emplace_back(name, existing ? *existing : value);
   }
+  env.insert(env.end(), launch.forwarded.begin(), launch.forwarded.end());
   return env;
 }
 

@@ -4,6 +4,7 @@
 
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "plan.h"
@@ -23,6 +24,8 @@ struct LaunchOptions {
   std::string trainer = "dl-train";
   std::string nvml_library;
   std::vector<std::string> command;  // after "--"; empty: the trainer
+  // Training settings from the command line, as DL_* variables for the program.
+  std::vector<std::pair<std::string, std::string>> trainer_env;
 };
 
 // The name of the workspace's own config file.

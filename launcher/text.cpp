@@ -62,3 +62,13 @@ std::string format_bytes(std::uint64_t bytes) {
 }
 
 }  // namespace dl
+
+namespace dl {
+
+std::string format_number(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", v);
+  return buf;
+}
+
+}  // namespace dl

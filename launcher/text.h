@@ -19,4 +19,7 @@ std::optional<std::int64_t> parse_i64(const std::string& s);
 // "23.4 GiB", "64.0 MiB"
 std::string format_bytes(std::uint64_t bytes);
 
+// Shortest plain form of a number: "0.01", "86400".
+std::string format_number(double v);
+
 }  // namespace dl

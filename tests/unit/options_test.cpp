@@ -217,10 +217,18 @@ TEST_F(OptionsTest, ConfigFileThatIsADirectory) {
   EXPECT_EQ(parse_error({"--config", dir_}).code(), exit_code::kMissing);
 }
 
+TEST_F(OptionsTest, TrainingSettingsAreAcceptedAndHandedOn) {
+  config("epochs = 3\nmodel = resnet18\n");  // the trainer's keys share the workspace's file
+  const LaunchOptions o = parse({"--lr", "0.01", "--workers", "2"});
+  EXPECT_EQ(o.trainer_env,
+            (std::vector<std::pair<std::string, std::string>>{{"DL_LR", "0.01"}}));
+}
+
 TEST(EnvToOption, MapsSettingsOnly) {
   EXPECT_EQ(env_to_option("DL_BATCH_SIZE"), "batch-size");
   EXPECT_EQ(env_to_option("DL_WORKERS"), "workers");
   EXPECT_EQ(env_to_option("DL_GRACE_PERIOD"), "grace-period");
+  EXPECT_EQ(env_to_option("DL_EPOCHS"), "epochs");
   EXPECT_EQ(env_to_option("DL_HELP"), "");  // not a setting
   EXPECT_EQ(env_to_option("DL_RUN_DIR"), "");
   EXPECT_EQ(env_to_option("DL_workers"), "");

@@ -1,0 +1,43 @@
+// Epoch permutations and per-sample random streams (see epoch_order.h).
+#include "data/epoch_order.h"
+
+#include <numeric>
+#include <utility>
+
+#include "data/random.h"
+
+namespace dl::data {
+namespace {
+
+// Keeps the shuffle stream and the augmentation streams apart even where their inputs coincide.
+constexpr std::uint64_t kShuffleDomain = 0x53485546464C4531ull;  // "SHUFFLE1"
+constexpr std::uint64_t kAugmentDomain = 0x4155474D454E5431ull;  // "AUGMENT1"
+
+}  // namespace
+
+std::vector<std::int64_t> epoch_order(std::int64_t size, bool shuffle, std::uint64_t seed,
+                                      int epoch) {
+  std::vector<std::int64_t> order(static_cast<std::size_t>(size));
+  std::iota(order.begin(), order.end(), std::int64_t{0});
+  if (!shuffle || size < 2) return order;
+  std::mt19937_64 rng(mix_seed(mix_seed(seed ^ kShuffleDomain, static_cast<std::uint64_t>(epoch)),
+                               static_cast<std::uint64_t>(size)));
+  // Fisher-Yates written out, because std::shuffle's algorithm differs between standard libraries.
+  for (std::size_t i = order.size() - 1; i > 0; --i) {
+    const std::size_t j = static_cast<std::size_t>(uniform_below(rng, i + 1));
+    std::swap(order[i], order[j]);
+  }
+  return order;
+}
+
+std::mt19937 sample_rng(std::uint64_t seed, int epoch, std::int64_t position) {
+  const std::uint64_t key = mix_seed(
+      mix_seed(seed ^ kAugmentDomain, static_cast<std::uint64_t>(epoch)),
+      static_cast<std::uint64_t>(position));
+  // seed_seq's algorithm is fixed by the standard, and feeding it all 64 bits gives 2^64 streams
+  // instead of the 2^32 a single-integer seed would.
+  std::seed_seq seq{static_cast<std::uint32_t>(key), static_cast<std::uint32_t>(key >> 32)};
+  return std::mt19937(seq);
+}
+
+}  // namespace dl::data

@@ -1,0 +1,20 @@
+// Which sample goes where in an epoch, and which random stream augments it. Both depend only on
+// (seed, epoch, position), never on the worker that happens to load the sample, which is what makes
+// batches byte-identical for any number of workers.
+#pragma once
+
+#include <cstdint>
+#include <random>
+#include <vector>
+
+namespace dl::data {
+
+// The sample indices of one epoch in order: 0..size-1, or a Fisher-Yates permutation drawn from
+// (seed, epoch) when `shuffle`.
+std::vector<std::int64_t> epoch_order(std::int64_t size, bool shuffle, std::uint64_t seed,
+                                      int epoch);
+
+// The augmentation random stream of the sample at `position` (0-based, within the epoch).
+std::mt19937 sample_rng(std::uint64_t seed, int epoch, std::int64_t position);
+
+}  // namespace dl::data

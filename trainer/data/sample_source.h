@@ -1,0 +1,52 @@
+// A data set as the loader sees it: random access to labelled images, each decoded and
+// transformed straight into the batch buffer as uint8 CHW. Normalisation to float happens on the
+// device, so images travel as bytes (as timm's prefetcher does).
+#pragma once
+
+#include <cstdint>
+#include <random>
+#include <string>
+
+namespace dl::data {
+
+struct ImageShape {
+  int channels = 0;
+  int height = 0;
+  int width = 0;
+  std::size_t bytes() const {
+    return static_cast<std::size_t>(channels) * static_cast<std::size_t>(height) *
+           static_cast<std::size_t>(width);
+  }
+};
+
+// How a sample becomes a tensor of `out` shape.
+struct Transform {
+  ImageShape out;              // what every sample is turned into
+  bool train = false;          // augment (RandomResizedCrop + flip) or evaluate (resize + center crop)
+  float scale_min = 0.08f;     // RandomResizedCrop's area range and aspect-ratio range
+  float scale_max = 1.0f;
+  float ratio_min = 3.0f / 4.0f;
+  float ratio_max = 4.0f / 3.0f;
+  float flip_probability = 0.5f;
+  float eval_crop_fraction = 0.875f;  // resize to out / fraction, center-crop out (224 of 256)
+};
+
+class SampleSource {
+ public:
+  virtual ~SampleSource() = default;
+  virtual std::int64_t size() const = 0;
+  virtual int num_classes() const = 0;
+  // The shape samples have before any transform (0 height/width when they vary, as in a folder of
+  // JPEGs).
+  virtual ImageShape native_shape() const = 0;
+  virtual std::int64_t label(std::int64_t index) const = 0;
+  // Writes sample `index`, transformed, into `dst` (t.out.bytes() bytes, CHW). `rng` drives the
+  // augmentation. Returns false when the sample cannot be decoded (a corrupt file): the loader
+  // skips it and counts it. Must be safe to call from several threads at once.
+  virtual bool load(std::int64_t index, const Transform& t, std::mt19937& rng,
+                    std::uint8_t* dst) const = 0;
+  // "Fashion-MNIST IDX /usr/share/datasets/fashion-mnist (60000 samples, 10 classes)"
+  virtual std::string describe() const = 0;
+};
+
+}  // namespace dl::data
