@@ -13,6 +13,7 @@
 #include <optional>
 
 #include "command.h"
+#include "data_location.h"
 #include "errors.h"
 #include "launch.h"
 #include "options.h"
@@ -30,13 +31,6 @@ namespace {
 // Fashion-MNIST, what dl-train trains on when the workspace has no data of its own.
 constexpr std::int64_t kDefaultDataSamples = 60000;
 constexpr std::uint64_t kDefaultDataSampleBytes = 1 * 28 * 28 * 4;
-
-bool has_own_data(const std::string& workspace) {
-  std::FILE* probe = std::fopen((workspace + "/data").c_str(), "r");
-  if (probe == nullptr) return false;
-  std::fclose(probe);
-  return true;
-}
 
 bool ends_with(const std::string& s, const std::string& suffix) {
   return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
@@ -86,7 +80,7 @@ int run(int argc, const char* const argv[]) {
 
   Request& req = opts.request;
   req.shm_batches = passes_batches_through_shm(launch.command);
-  if (default_program && !has_own_data(launch.workspace)) {
+  if (default_program && !opts.data_given && !holds_data_set(launch.workspace + "/data")) {
     if (!req.samples) req.samples = Sourced<std::int64_t>{kDefaultDataSamples, "Fashion-MNIST"};
     if (req.sample_bytes.source == Request{}.sample_bytes.source) {
       req.sample_bytes = {kDefaultDataSampleBytes, "Fashion-MNIST"};

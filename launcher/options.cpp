@@ -170,6 +170,7 @@ LaunchOptions parse_options(int argc, const char* const argv[]) {
                           "letters, digits, '.', '-' or '_' (a directory name)");
     }
   }
+  opts.data_given = s.has("data");
   if (s.has("trainer")) opts.trainer = s.get("trainer");
   if (s.has("nvml-library")) opts.nvml_library = s.get("nvml-library");
 
