@@ -92,7 +92,10 @@ int main(int argc, char** argv) {
     } else if (std::strcmp(argv[i], "--launcher") == 0 && i + 1 < argc) {
       launcher = argv[++i];
     } else {
-      std::fprintf(stderr, "probe_plan_bench: unknown argument '%s' (expected --repeat N or --launcher PATH)\n", argv[i]);
+      std::fprintf(
+          stderr,
+          "probe_plan_bench: unknown argument '%s' (expected --repeat N or --launcher PATH)\n",
+          argv[i]);
       return 64;
     }
   }
@@ -113,7 +116,8 @@ int main(int argc, char** argv) {
   std::printf("probe + plan on this machine, %d repetitions (ms)\n\n", repeat);
   std::printf("| %-34s | %9s | %9s | %9s | %6s |\n", "what", "median", "p95", "max", "/50 ms");
   std::printf("|%s|%s|%s|%s|%s|\n", std::string(36, '-').c_str(), std::string(11, '-').c_str(),
-              std::string(11, '-').c_str(), std::string(11, '-').c_str(), std::string(8, '-').c_str());
+              std::string(11, '-').c_str(), std::string(11, '-').c_str(),
+              std::string(8, '-').c_str());
   row("probe + plan (in process)", stats(total), true);
   row("  cgroup limits", stats(cgroup), false);
   row("  NVML query", stats(gpu), false);

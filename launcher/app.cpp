@@ -33,7 +33,8 @@ constexpr std::int64_t kDefaultDataSamples = 60000;
 constexpr std::uint64_t kDefaultDataSampleBytes = 1 * 28 * 28 * 4;
 
 bool ends_with(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+  return s.size() >= suffix.size() &&
+         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
 // Python programs pass batches from DataLoader workers through /dev/shm.

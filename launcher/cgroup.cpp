@@ -176,9 +176,9 @@ void read_memory(const Host& host, const Hierarchy& v2, const Hierarchy& v1, Cgr
     const char* usage;
     const char* inactive;
   };
-  for (const Files& f : {Files{&v2, "memory.max", "memory.current", "inactive_file"},
-                         Files{&v1, "memory.limit_in_bytes", "memory.usage_in_bytes",
-                               "total_inactive_file"}}) {
+  for (const Files& f :
+       {Files{&v2, "memory.max", "memory.current", "inactive_file"},
+        Files{&v1, "memory.limit_in_bytes", "memory.usage_in_bytes", "total_inactive_file"}}) {
     bool seen = false;
     for (const auto& dir : f.h->dirs) {
       const auto text = host.read_file(dir + "/" + f.limit);
@@ -244,7 +244,8 @@ CgroupLimits read_cgroup_limits(const Host& host) {
 
   // A hybrid layout mounts cgroup2 too, but with the cpu and memory controllers left in v1.
   const auto controllers =
-      v2.dirs.empty() ? std::string{} : host.read_file(v2.dirs.back() + "/cgroup.controllers").value_or("");
+      v2.dirs.empty() ? std::string{}
+                      : host.read_file(v2.dirs.back() + "/cgroup.controllers").value_or("");
   bool v2_governs = false;
   for (const auto& c : split(trim(controllers), ' ')) v2_governs |= c == "cpu" || c == "memory";
   if (v2_governs) {

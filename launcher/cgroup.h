@@ -12,9 +12,9 @@
 namespace dl {
 
 struct CgroupLimits {
-  int version = 0;                     // 1 or 2 when a hierarchy was found, else 0
-  std::optional<double> cpu_quota;     // CPUs' worth of time (quota / period), none = unlimited
-  std::string cpu_source;              // the file the binding quota came from
+  int version = 0;                  // 1 or 2 when a hierarchy was found, else 0
+  std::optional<double> cpu_quota;  // CPUs' worth of time (quota / period), none = unlimited
+  std::string cpu_source;           // the file the binding quota came from
   std::optional<std::uint64_t> memory_limit;  // bytes, none = unlimited
   std::string memory_source;
   std::optional<std::uint64_t> memory_used;  // bytes in use minus reclaimable page cache
@@ -27,9 +27,9 @@ CgroupLimits read_cgroup_limits(const Host& host);
 
 // Exposed for tests.
 struct CgroupMount {
-  std::string root;         // the part of the hierarchy mounted
-  std::string mount_point;  // where it is mounted
-  std::string fs_type;      // "cgroup" or "cgroup2"
+  std::string root;                      // the part of the hierarchy mounted
+  std::string mount_point;               // where it is mounted
+  std::string fs_type;                   // "cgroup" or "cgroup2"
   std::vector<std::string> controllers;  // v1 only, from the super options
 };
 std::vector<CgroupMount> parse_cgroup_mounts(const std::string& mountinfo);

@@ -20,7 +20,9 @@ bool is_file(const std::string& path) {
   return stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
 }
 
-bool is_executable(const std::string& path) { return is_file(path) && access(path.c_str(), X_OK) == 0; }
+bool is_executable(const std::string& path) {
+  return is_file(path) && access(path.c_str(), X_OK) == 0;
+}
 
 std::string absolute(const std::string& path) {
   if (!path.empty() && path[0] == '/') return path;
@@ -51,8 +53,9 @@ std::vector<std::string> resolve_command(std::vector<std::string> argv) {
       throw UserError(exit_code::kNotFound, "command " + name + ": no such file");
     }
     if (!is_executable(path)) {
-      throw UserError(exit_code::kNotExecutable,
-                      "command " + name + ": not executable (chmod +x, or run it through its interpreter)");
+      throw UserError(
+          exit_code::kNotExecutable,
+          "command " + name + ": not executable (chmod +x, or run it through its interpreter)");
     }
     argv[0] = path;
     return argv;

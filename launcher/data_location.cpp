@@ -24,9 +24,9 @@ bool holds_data_set(const std::string& dir) {
 
 std::string default_data_dir() {
   const char* env = std::getenv("DL_DEFAULT_DATA");
-  for (const std::string& dir : {std::string(env != nullptr ? env : ""),
-                                 std::string("/opt/dl/data/fashion-mnist"),
-                                 std::string("/usr/share/datasets/fashion-mnist")}) {
+  for (const std::string& dir :
+       {std::string(env != nullptr ? env : ""), std::string("/opt/dl/data/fashion-mnist"),
+        std::string("/usr/share/datasets/fashion-mnist")}) {
     struct stat st {};
     if (!dir.empty() && stat(dir.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) return dir;
   }

@@ -23,7 +23,7 @@ struct Launch {
   std::string workspace;  // absolute
   std::optional<std::string> config_file;
   std::string run_name;
-  std::string run_dir;  // absolute: <workspace>/runs/<name>
+  std::string run_dir;               // absolute: <workspace>/runs/<name>
   std::vector<std::string> command;  // argv; argv[0] absolute
   EnvList forwarded;  // training settings and the config file, handed on to the program
   EnvList env;        // variables set for the program (DL_*, torchrun, threads, forwarded)

@@ -33,8 +33,12 @@ EnvList child_environment(const Launch& launch, const EnvLookup& lookup) {
   }
   // The torchrun contract for a single process; a scheduler's values are kept.
   const std::pair<const char*, const char*> torchrun[] = {
-      {"RANK", "0"},           {"LOCAL_RANK", "0"},          {"WORLD_SIZE", "1"},
-      {"LOCAL_WORLD_SIZE", "1"}, {"MASTER_ADDR", "127.0.0.1"}, {"MASTER_PORT", "29500"},
+      {"RANK", "0"},
+      {"LOCAL_RANK", "0"},
+      {"WORLD_SIZE", "1"},
+      {"LOCAL_WORLD_SIZE", "1"},
+      {"MASTER_ADDR", "127.0.0.1"},
+      {"MASTER_PORT", "29500"},
   };
   for (const auto& [name, value] : torchrun) {
     const auto existing = get(name);

@@ -1,4 +1,6 @@
 // dl-launch: probe the machine, plan the run, start and supervise the training program.
 #include "app.h"
 
-int main(int argc, char** argv) { return dl::launcher_main(argc, argv); }
+int main(int argc, char** argv) {
+  return dl::launcher_main(argc, argv);
+}

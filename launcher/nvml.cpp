@@ -103,7 +103,8 @@ int Nvml::device_count() const {
 
 std::optional<GpuInfo> Nvml::device(int index) const {
   nvmlDevice_t dev = nullptr;
-  if (api_->handle_by_index(static_cast<unsigned>(index), &dev) != kNvmlSuccess) return std::nullopt;
+  if (api_->handle_by_index(static_cast<unsigned>(index), &dev) != kNvmlSuccess)
+    return std::nullopt;
   GpuInfo info;
   info.index = index;
   char name[96] = {};
@@ -119,7 +120,8 @@ std::optional<GpuInfo> Nvml::device(int index) const {
 
 std::optional<GpuUtilization> Nvml::utilization(int index) const {
   nvmlDevice_t dev = nullptr;
-  if (api_->handle_by_index(static_cast<unsigned>(index), &dev) != kNvmlSuccess) return std::nullopt;
+  if (api_->handle_by_index(static_cast<unsigned>(index), &dev) != kNvmlSuccess)
+    return std::nullopt;
   GpuUtilization u;
   nvmlUtilization_t rates{};
   if (api_->utilization != nullptr && api_->utilization(dev, &rates) == kNvmlSuccess) {

@@ -83,7 +83,9 @@ Sourced<int> as_int(const settings::Layers& s, const std::string& key, long long
 
 }  // namespace
 
-std::string env_to_option(const std::string& variable) { return settings::env_to_key(variable); }
+std::string env_to_option(const std::string& variable) {
+  return settings::env_to_key(variable);
+}
 
 std::string usage_text() {
   std::ostringstream out;
@@ -92,8 +94,7 @@ std::string usage_text() {
          "compute threads, device, precision and batch size, then starts dl-train (or the\n"
          "command after --) in the workspace with the plan as DL_* variables, and supervises it.\n"
          "Training settings given here reach dl-train as DL_* variables.\n\n"
-      << command_line_options()
-      << "\nPrecedence: defaults < " << kConfigFileName
+      << command_line_options() << "\nPrecedence: defaults < " << kConfigFileName
       << " in the workspace (or --config) < DL_* environment < command line.\n"
          "Exit codes: the program's own (128+N if it died of signal N); 64 bad option or value,\n"
          "65 malformed config, 66 missing workspace or config, 69 device not available,\n"

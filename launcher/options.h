@@ -24,7 +24,7 @@ struct LaunchOptions {
   std::string trainer = "dl-train";
   std::string nvml_library;
   std::vector<std::string> command;  // after "--"; empty: the trainer
-  bool data_given = false;  // the `data` setting names the training data
+  bool data_given = false;           // the `data` setting names the training data
   // Training settings from the command line, as DL_* variables for the program.
   std::vector<std::pair<std::string, std::string>> trainer_env;
 };

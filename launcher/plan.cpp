@@ -24,7 +24,9 @@ std::string from(const std::string& source) {
   return source == "default" ? source : "from " + source;
 }
 
-std::string gib(std::uint64_t bytes) { return format_bytes(bytes); }
+std::string gib(std::uint64_t bytes) {
+  return format_bytes(bytes);
+}
 
 std::string usable_cores(int n) {
   return std::to_string(n) + (n == 1 ? " usable core" : " usable cores");
@@ -49,10 +51,10 @@ Choice<std::string> plan_device(const Facts& facts, const Request& req) {
                                                  "); use --device cpu or auto");
   }
   if (index >= static_cast<int>(gpus.size())) {
-    throw UserError(exit_code::kUnavailable,
-                    req.device.source + " asks for " + asked + ", but only " +
-                        std::to_string(gpus.size()) + " GPU(s) are visible (cuda:0..cuda:" +
-                        std::to_string(gpus.size() - 1) + ")");
+    throw UserError(
+        exit_code::kUnavailable,
+        req.device.source + " asks for " + asked + ", but only " + std::to_string(gpus.size()) +
+            " GPU(s) are visible (cuda:0..cuda:" + std::to_string(gpus.size() - 1) + ")");
   }
   return {"cuda:" + std::to_string(index), from(req.device.source)};
 }
@@ -76,7 +78,8 @@ Choice<std::string> plan_precision(const Facts& facts, const Request& req,
   if (asked == "fp16" && gpu == nullptr) {
     throw UserError(exit_code::kUsage, req.precision.source +
                                            ": fp16 needs a CUDA device (CPU autocast is bf16 "
-                                           "only); expected fp32 or bf16 on " + device);
+                                           "only); expected fp32 or bf16 on " +
+                                           device);
   }
   if (asked == "bf16" && gpu != nullptr && gpu->cc_major < 8) {
     warnings->push_back("bf16 on " + gpu->name + " (compute capability " +
@@ -86,7 +89,8 @@ Choice<std::string> plan_precision(const Facts& facts, const Request& req,
   return {asked, from(req.precision.source)};
 }
 
-Choice<int> plan_workers(const Facts& facts, const Request& req, std::vector<std::string>* warnings) {
+Choice<int> plan_workers(const Facts& facts, const Request& req,
+                         std::vector<std::string>* warnings) {
   const int cores = facts.cpu.usable;
   if (req.workers) {
     const int w = req.workers->value;
@@ -123,8 +127,8 @@ Choice<int> plan_workers(const Facts& facts, const Request& req, std::vector<std
   if (req.shm_batches && facts.shm.present) {
     const std::uint64_t per_worker_shm = kPrefetchPerWorker * batch_bytes;
     const std::uint64_t shm_budget = facts.shm.free / kShmShareDiv;
-    const auto shm_cap = per_worker_shm == 0 ? c.value
-                                             : static_cast<int>(shm_budget / per_worker_shm);
+    const auto shm_cap =
+        per_worker_shm == 0 ? c.value : static_cast<int>(shm_budget / per_worker_shm);
     if (shm_cap < c.value) {
       c.value = shm_cap;
       c.reason += "; capped at " + std::to_string(shm_cap) + " by /dev/shm: " + gib(shm_budget) +
@@ -156,9 +160,8 @@ Choice<int> plan_threads(const Facts& facts, const Request& req, int workers,
   }
   if (workers == 0) return {cores, usable_cores(cores) + ", no workers"};
   const int threads = std::max(1, cores - workers);
-  return {threads, usable_cores(cores) + " - " + std::to_string(workers) +
-                       " worker" + (workers > 1 ? "s" : "") +
-                       (cores - workers < 1 ? ", at least 1" : "")};
+  return {threads, usable_cores(cores) + " - " + std::to_string(workers) + " worker" +
+                       (workers > 1 ? "s" : "") + (cores - workers < 1 ? ", at least 1" : "")};
 }
 
 }  // namespace

@@ -22,8 +22,8 @@ struct Request {
   std::optional<Sourced<int>> workers;  // unset: derive
   std::optional<Sourced<int>> threads;  // unset: derive
   Sourced<int> batch_size{64};
-  Sourced<std::string> precision{"auto"};  // auto | fp32 | fp16 | bf16
-  Sourced<std::string> device{"auto"};     // auto | cpu | cuda | cuda:N
+  Sourced<std::string> precision{"auto"};        // auto | fp32 | fp16 | bf16
+  Sourced<std::string> device{"auto"};           // auto | cpu | cuda | cuda:N
   std::optional<Sourced<std::int64_t>> samples;  // data set size when known
   Sourced<std::uint64_t> sample_bytes{3 * 224 * 224 * 4, "3x224x224 assumed"};  // one float sample
   // The program passes batches between processes through /dev/shm (PyTorch's DataLoader does).

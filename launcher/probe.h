@@ -11,11 +11,11 @@
 namespace dl {
 
 struct CpuFacts {
-  int online = 1;                   // cores on the machine
-  std::optional<int> affinity;      // cores in the affinity mask
-  std::optional<double> quota;      // cgroup CPU quota in cores
-  std::string quota_source;         // file that set it
-  int usable = 1;                   // min(affinity, ceil(quota)), at least 1
+  int online = 1;               // cores on the machine
+  std::optional<int> affinity;  // cores in the affinity mask
+  std::optional<double> quota;  // cgroup CPU quota in cores
+  std::string quota_source;     // file that set it
+  int usable = 1;               // min(affinity, ceil(quota)), at least 1
   std::string usable_reason;
 };
 

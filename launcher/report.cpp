@@ -23,8 +23,8 @@ std::string cpu_line(const CpuFacts& c) {
 }
 
 std::string memory_line(const MemoryFacts& m) {
-  std::string s = format_bytes(m.usable) + " usable of " + format_bytes(m.total) + "  (" +
-                  m.usable_reason;
+  std::string s =
+      format_bytes(m.usable) + " usable of " + format_bytes(m.total) + "  (" + m.usable_reason;
   s += m.cgroup_limit ? "; cgroup limit " + format_bytes(*m.cgroup_limit)
                       : std::string("; no cgroup limit");
   return s + ")";
@@ -71,9 +71,10 @@ std::string render_text(const Launch& l, bool dry_run) {
   out << row("threads", std::to_string(l.plan.threads.value), l.plan.threads.reason);
   out << row("batch", std::to_string(l.plan.batch_size.value), l.plan.batch_size.reason);
   const Request& r = l.request;
-  out << row("data", r.samples ? std::to_string(r.samples->value) : std::string("unknown"),
-             (r.samples ? "samples from " + r.samples->source : std::string("size not given: --samples")) +
-                 "; " + format_bytes(r.sample_bytes.value) + " per sample: " + r.sample_bytes.source);
+  out << row(
+      "data", r.samples ? std::to_string(r.samples->value) : std::string("unknown"),
+      (r.samples ? "samples from " + r.samples->source : std::string("size not given: --samples")) +
+          "; " + format_bytes(r.sample_bytes.value) + " per sample: " + r.sample_bytes.source);
   out << "run\n";
   out << "  command    ";
   for (size_t i = 0; i < l.command.size(); ++i) out << (i ? " " : "") << l.command[i];
@@ -117,7 +118,8 @@ std::string render_json(const Launch& l) {
   for (const auto& g : f.gpu.gpus) {
     w.begin_object().key("index").value(g.index).key("name").value(g.name);
     w.key("total_bytes").value(g.total_bytes).key("free_bytes").value(g.free_bytes);
-    w.key("compute_capability").value(std::to_string(g.cc_major) + "." + std::to_string(g.cc_minor));
+    w.key("compute_capability")
+        .value(std::to_string(g.cc_major) + "." + std::to_string(g.cc_minor));
     w.end_object();
   }
   w.end_array().end_object();

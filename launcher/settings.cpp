@@ -138,7 +138,8 @@ void Layers::add_command_line(const std::vector<std::string>& args,
 
 void Layers::add_environment() {
   try {
-    const auto parsed = po::parse_environment(all(), [](const std::string& v) { return env_to_key(v); });
+    const auto parsed =
+        po::parse_environment(all(), [](const std::string& v) { return env_to_key(v); });
     po::store(parsed, vm_);
     remember(parsed, "env");
   } catch (const po::error& e) {
@@ -154,8 +155,9 @@ bool Layers::add_config_file(const std::string& path, bool required) {
                                              "; expected a readable file of key = value lines");
   }
   if (S_ISDIR(st.st_mode)) {
-    throw UserError(exit_code::kMissing,
-                    "config file " + path + ": is a directory; expected a file of key = value lines");
+    throw UserError(
+        exit_code::kMissing,
+        "config file " + path + ": is a directory; expected a file of key = value lines");
   }
   std::ifstream in(path);
   if (!in) {
@@ -204,7 +206,8 @@ std::optional<double> Layers::real(const std::string& key, double min, double ma
   char* end = nullptr;
   const double d = std::strtod(v.c_str(), &end);
   if (v.empty() || *end != '\0' || !(d >= min) || d > max) {
-    bad_value(source(key), v, "a number between " + format_number(min) + " and " + format_number(max));
+    bad_value(source(key), v,
+              "a number between " + format_number(min) + " and " + format_number(max));
   }
   return d;
 }

@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <spdlog/spdlog.h>
 #include <boost/process/args.hpp>
 #include <boost/process/child.hpp>
 #include <boost/process/env.hpp>
@@ -18,7 +19,6 @@
 #include <chrono>
 #include <cstring>
 #include <optional>
-#include <spdlog/spdlog.h>
 
 #include "errors.h"
 
@@ -68,20 +68,46 @@ int supervise(const SpawnSpec& spec) {
   for (const auto& [k, v] : spec.env) env[k] = v;
   const std::vector<std::string> args(spec.argv.begin() + 1, spec.argv.end());
 
+  // On a terminal where the launcher is in the foreground, the program's group takes the
+  // terminal over (as a shell does for a job): otherwise a program that reads stdin (input(),
+  // pdb) is stopped by SIGTTIN, and Ctrl-C would reach the launcher only.
+  const bool own_terminal = isatty(STDIN_FILENO) != 0 && tcgetpgrp(STDIN_FILENO) == getpgrp();
   std::optional<bp::child> child;
   try {
-    child.emplace(bp::exe = spec.argv[0], bp::args = args, bp::start_dir = spec.cwd, env,
-                  bp::extend::on_exec_setup = [&old_mask](auto&) {
-                    // In the child, between fork and exec: a group of its own (the launcher
-                    // signals the group), and the signal mask the launcher had.
-                    setpgid(0, 0);
-                    pthread_sigmask(SIG_SETMASK, &old_mask, nullptr);
-                  });
+    child.emplace(
+        bp::exe = spec.argv[0], bp::args = args, bp::start_dir = spec.cwd, env,
+        bp::extend::on_exec_setup = [&old_mask, own_terminal](auto&) {
+          // In the child, between fork and exec: a group of its own (the launcher
+          // signals the group), the terminal when the launcher had it, and the signal
+          // mask the launcher had.
+          setpgid(0, 0);
+          if (own_terminal) {
+            signal(SIGTTOU, SIG_IGN);
+            tcsetpgrp(STDIN_FILENO, getpgrp());
+            signal(SIGTTOU, SIG_DFL);
+          }
+          pthread_sigmask(SIG_SETMASK, &old_mask, nullptr);
+        });
   } catch (const bp::process_error& e) {
     throw UserError(exit_code::kNotExecutable, "cannot start " + spec.argv[0] + ": " + e.what());
   }
   const pid_t pid = child->id();
   setpgid(pid, pid);  // also here, so the group exists before any signal is forwarded
+  struct TerminalBack {
+    bool active;
+    ~TerminalBack() {
+      if (!active) return;
+      // Taking the terminal back from the background would stop the launcher with SIGTTOU.
+      void (*previous)(int) = signal(SIGTTOU, SIG_IGN);
+      tcsetpgrp(STDIN_FILENO, getpgrp());
+      signal(SIGTTOU, previous);
+    }
+  } terminal_back{own_terminal};
+  if (own_terminal) {
+    void (*previous)(int) = signal(SIGTTOU, SIG_IGN);
+    tcsetpgrp(STDIN_FILENO, pid);
+    signal(SIGTTOU, previous);
+  }
 
   std::optional<Clock::time_point> kill_at;
   bool killed = false;
@@ -96,9 +122,10 @@ int supervise(const SpawnSpec& spec) {
       if (!kill_at) {
         kill_at = Clock::now() + std::chrono::duration_cast<Clock::duration>(
                                      std::chrono::duration<double>(spec.grace_seconds));
-        spdlog::warn("{} received: forwarding it to process group {}; killing it in {:g} s if it "
-                     "has not exited",
-                     strsignal(sig), pid, spec.grace_seconds);
+        spdlog::warn(
+            "{} received: forwarding it to process group {}; killing it in {:g} s if it "
+            "has not exited",
+            strsignal(sig), pid, spec.grace_seconds);
       } else {
         spdlog::warn("{} received again: forwarding it to process group {}", strsignal(sig), pid);
       }
@@ -110,6 +137,12 @@ int supervise(const SpawnSpec& spec) {
       kill(-pid, SIGKILL);
       killed = true;
     }
+  }
+  // Signals that arrived after the program ended are consumed here rather than left pending for
+  // the restored mask, where their default action would kill the launcher before it can return
+  // the program's exit code.
+  const timespec zero{};
+  while (sigtimedwait(&set, nullptr, &zero) > 0) {
   }
   return decode_status(child->native_exit_code());
 }

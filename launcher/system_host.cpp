@@ -57,6 +57,8 @@ std::optional<FsSpace> SystemHost::fs_space(const std::string& path) const {
   return space;
 }
 
-GpuReport SystemHost::gpus() const { return query_nvml(nvml_library_); }
+GpuReport SystemHost::gpus() const {
+  return query_nvml(nvml_library_);
+}
 
 }  // namespace dl

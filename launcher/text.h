@@ -10,7 +10,9 @@ namespace dl {
 
 std::vector<std::string> split(const std::string& s, char sep);
 std::string trim(const std::string& s);
-inline bool is_digit(char c) { return c >= '0' && c <= '9'; }
+inline bool is_digit(char c) {
+  return c >= '0' && c <= '9';
+}
 
 // Whole-string parses: nullopt on anything but an optionally signed run of digits in range.
 std::optional<std::uint64_t> parse_u64(const std::string& s);

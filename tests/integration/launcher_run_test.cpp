@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <map>
+#include <ostream>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -162,6 +163,11 @@ struct ExitCase {
   int code;
 };
 
+// Readable parameters in failure messages instead of gtest's byte dump.
+void PrintTo(const ExitCase& c, std::ostream* os) {
+  *os << c.mode << " " << c.arg << " -> " << c.code;
+}
+
 class LauncherExitCode : public LauncherRun, public ::testing::WithParamInterface<ExitCase> {};
 
 TEST_P(LauncherExitCode, IsTheChildsOwn) {
@@ -190,10 +196,13 @@ class LauncherStopSignal : public LauncherRun, public ::testing::WithParamInterf
 TEST_P(LauncherStopSignal, IsForwardedAndTheChildSavesAndExits) {
   const int sig = GetParam();
   const std::string saved = scratch / "saved";
-  Process launcher(launch({"--workspace", ws.path(), "--", kChild, "wait-term", saved}));
+  // A grace period well below the 30 s default, so that a signal that is not forwarded fails the
+  // test in seconds (the child is then killed, and exits 137 without saving).
+  Process launcher(
+      launch({"--workspace", ws.path(), "--grace-period", "5", "--", kChild, "wait-term", saved}));
   ASSERT_TRUE(launcher.wait_for_line("ready")) << launcher.out();
   launcher.send_signal(sig);
-  const Result r = launcher.wait();
+  const Result r = launcher.wait(std::chrono::seconds(20));
   EXPECT_EQ(r.code, 0) << r.err;
   EXPECT_EQ(r.signal, 0) << "dl-launch died of the signal instead of forwarding it";
   EXPECT_EQ(read_file(saved), "saved " + std::to_string(sig) + "\n");
@@ -225,10 +234,12 @@ TEST_F(LauncherRun, ChildIgnoringTheStopSignalIsKilledAfterTheGracePeriod) {
 // A DataLoader's workers are the trainer's children: the signal goes to the whole group.
 TEST_F(LauncherRun, StopSignalReachesTheWholeProcessGroup) {
   const std::string log = scratch / "log";
-  Process launcher(launch({"--workspace", ws.path(), "--", kChild, "group", log}));
+  // A short grace period, as above: a grandchild left out is killed, not waited for.
+  Process launcher(
+      launch({"--workspace", ws.path(), "--grace-period", "5", "--", kChild, "group", log}));
   ASSERT_TRUE(launcher.wait_for_line("ready")) << launcher.out();
   launcher.send_signal(SIGTERM);
-  const Result r = launcher.wait();
+  const Result r = launcher.wait(std::chrono::seconds(20));
   EXPECT_EQ(r.code, 0) << r.err;
   // Whole lines: "grandchild 15" alone must not pass for the child's line too.
   const std::string text = "\n" + read_file(log);

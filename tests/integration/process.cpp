@@ -104,7 +104,14 @@ Process::Process(const std::vector<std::string>& argv, const EnvVars& extra_env,
   }
   const int null_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
   pid_ = fork();
-  if (pid_ < 0) fail("fork");
+  if (pid_ < 0) {
+    const int err = errno;
+    for (int fd : {out_pipe[0], out_pipe[1], err_pipe[0], err_pipe[1], null_fd}) {
+      if (fd >= 0) close(fd);
+    }
+    errno = err;
+    fail("fork");
+  }
   if (pid_ == 0) {
     if (null_fd >= 0) dup2(null_fd, STDIN_FILENO);
     dup2(out_pipe[1], STDOUT_FILENO);

@@ -71,7 +71,8 @@ TEST(CgroupV1, QuotaFromCfsFilesInTheProcessCgroup) {
   host.files["/sys/fs/cgroup/cpu,cpuacct/cpu.cfs_period_us"] = "100000\n";
   host.files["/sys/fs/cgroup/memory/docker/abc/memory.limit_in_bytes"] = "536870912\n";
   host.files["/sys/fs/cgroup/memory/docker/abc/memory.usage_in_bytes"] = "300000000\n";
-  host.files["/sys/fs/cgroup/memory/docker/abc/memory.stat"] = "cache 5\ntotal_inactive_file 100000000\n";
+  host.files["/sys/fs/cgroup/memory/docker/abc/memory.stat"] =
+      "cache 5\ntotal_inactive_file 100000000\n";
   host.files["/sys/fs/cgroup/memory/memory.limit_in_bytes"] = "9223372036854771712\n";
   const CgroupLimits l = read_cgroup_limits(host);
   EXPECT_EQ(l.version, 1);  // hybrid: cgroup2 is mounted but governs neither cpu nor memory

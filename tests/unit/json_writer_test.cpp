@@ -10,9 +10,18 @@ namespace {
 
 TEST(JsonWriter, NestedObjectsAndArrays) {
   JsonWriter w;
-  w.begin_object().key("a").value(1).key("b").begin_array().value("x").value(true).null().end_array();
+  w.begin_object()
+      .key("a")
+      .value(1)
+      .key("b")
+      .begin_array()
+      .value("x")
+      .value(true)
+      .null()
+      .end_array();
   w.key("c").begin_object().end_object().end_object();
-  EXPECT_EQ(w.str(), "{\n  \"a\": 1,\n  \"b\": [\n    \"x\",\n    true,\n    null\n  ],\n  \"c\": {}\n}\n");
+  EXPECT_EQ(w.str(),
+            "{\n  \"a\": 1,\n  \"b\": [\n    \"x\",\n    true,\n    null\n  ],\n  \"c\": {}\n}\n");
 }
 
 TEST(JsonWriter, EscapesQuotesBackslashesAndControlCharacters) {

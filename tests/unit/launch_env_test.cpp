@@ -31,9 +31,8 @@ std::map<std::string, std::string> as_map(const EnvList& env) {
 }
 
 TEST(LaunchEnv, PlanBecomesDlVariables) {
-  const auto env = as_map(child_environment(sample_launch(), [](const char*) {
-    return std::optional<std::string>{};
-  }));
+  const auto env = as_map(
+      child_environment(sample_launch(), [](const char*) { return std::optional<std::string>{}; }));
   EXPECT_EQ(env.at("DL_WORKSPACE"), "/ws");
   EXPECT_EQ(env.at("DL_RUN_DIR"), "/ws/runs/r1");
   EXPECT_EQ(env.at("DL_RUN_NAME"), "r1");

@@ -172,7 +172,8 @@ INSTANTIATE_TEST_SUITE_P(
                       BadInput{{"--grace-period", "-1"}, exit_code::kUsage, "--grace-period"},
                       BadInput{{"--name", "../escape"}, exit_code::kUsage, "--name"},
                       BadInput{{"--workers"}, exit_code::kUsage, "workers"},
-                      BadInput{{"--config", "/nonexistent/dl.conf"}, exit_code::kMissing,
+                      BadInput{{"--config", "/nonexistent/dl.conf"},
+                               exit_code::kMissing,
                                "/nonexistent/dl.conf"}));
 
 TEST_F(OptionsTest, BadEnvironmentValueNamesTheVariable) {
@@ -220,8 +221,7 @@ TEST_F(OptionsTest, ConfigFileThatIsADirectory) {
 TEST_F(OptionsTest, TrainingSettingsAreAcceptedAndHandedOn) {
   config("epochs = 3\nmodel = resnet18\n");  // the trainer's keys share the workspace's file
   const LaunchOptions o = parse({"--lr", "0.01", "--workers", "2"});
-  EXPECT_EQ(o.trainer_env,
-            (std::vector<std::pair<std::string, std::string>>{{"DL_LR", "0.01"}}));
+  EXPECT_EQ(o.trainer_env, (std::vector<std::pair<std::string, std::string>>{{"DL_LR", "0.01"}}));
 }
 
 TEST(EnvToOption, MapsSettingsOnly) {
