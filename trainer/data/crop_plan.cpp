@@ -11,11 +11,15 @@ namespace {
 
 // Python's round(): halves go to the even neighbour (the default floating-point rounding mode),
 // where std::lround would round them away from zero.
-int py_round(double x) { return static_cast<int>(std::nearbyint(x)); }
+int py_round(double x) {
+  return static_cast<int>(std::nearbyint(x));
+}
 
 // timm's floor(img_size / crop_pct) and torchvision's int() truncation of the longer side; the
 // epsilon keeps 255.99999999 (a float artefact of an exact 256) from dropping a pixel.
-int py_floor(double x) { return static_cast<int>(std::floor(x + 1e-6)); }
+int py_floor(double x) {
+  return static_cast<int>(std::floor(x + 1e-6));
+}
 
 }  // namespace
 

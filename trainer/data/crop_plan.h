@@ -1,6 +1,7 @@
 // The geometry of the two transforms, as pure functions of the image size (and the random stream):
-// where RandomResizedCrop cuts, whether it flips, and how the evaluation resize + center crop lands.
-// Kept apart from the pixel work so the algorithms can be checked against torchvision's numbers.
+// where RandomResizedCrop cuts, whether it flips, and how the evaluation resize + center crop
+// lands. Kept apart from the pixel work so the algorithms can be checked against torchvision's
+// numbers.
 #pragma once
 
 #include <random>

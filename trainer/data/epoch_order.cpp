@@ -30,14 +30,11 @@ std::vector<std::int64_t> epoch_order(std::int64_t size, bool shuffle, std::uint
   return order;
 }
 
-std::mt19937 sample_rng(std::uint64_t seed, int epoch, std::int64_t position) {
-  const std::uint64_t key = mix_seed(
-      mix_seed(seed ^ kAugmentDomain, static_cast<std::uint64_t>(epoch)),
-      static_cast<std::uint64_t>(position));
-  // seed_seq's algorithm is fixed by the standard, and feeding it all 64 bits gives 2^64 streams
-  // instead of the 2^32 a single-integer seed would.
-  std::seed_seq seq{static_cast<std::uint32_t>(key), static_cast<std::uint32_t>(key >> 32)};
-  return std::mt19937(seq);
+std::uint32_t sample_seed(std::uint64_t seed, int epoch, std::int64_t position) {
+  const std::uint64_t key =
+      mix_seed(mix_seed(seed ^ kAugmentDomain, static_cast<std::uint64_t>(epoch)),
+               static_cast<std::uint64_t>(position));
+  return static_cast<std::uint32_t>(key ^ (key >> 32));
 }
 
 }  // namespace dl::data

@@ -14,7 +14,13 @@ namespace dl::data {
 std::vector<std::int64_t> epoch_order(std::int64_t size, bool shuffle, std::uint64_t seed,
                                       int epoch);
 
-// The augmentation random stream of the sample at `position` (0-based, within the epoch).
-std::mt19937 sample_rng(std::uint64_t seed, int epoch, std::int64_t position);
+// The seed of the augmentation stream of the sample at `position` (0-based, within the epoch).
+// 32 bits, because mt19937 seeds from one 32-bit word in a few microseconds, where a seed_seq
+// over more bits costs several times that per sample; 2^32 streams are plenty for augmentation.
+std::uint32_t sample_seed(std::uint64_t seed, int epoch, std::int64_t position);
+
+inline std::mt19937 sample_rng(std::uint64_t seed, int epoch, std::int64_t position) {
+  return std::mt19937(sample_seed(seed, epoch, position));
+}
 
 }  // namespace dl::data

@@ -21,9 +21,9 @@ struct ImageShape {
 
 // How a sample becomes a tensor of `out` shape.
 struct Transform {
-  ImageShape out;              // what every sample is turned into
-  bool train = false;          // augment (RandomResizedCrop + flip) or evaluate (resize + center crop)
-  float scale_min = 0.08f;     // RandomResizedCrop's area range and aspect-ratio range
+  ImageShape out;           // what every sample is turned into
+  bool train = false;       // augment (RandomResizedCrop + flip) or evaluate (resize + center crop)
+  float scale_min = 0.08f;  // RandomResizedCrop's area range and aspect-ratio range
   float scale_max = 1.0f;
   float ratio_min = 3.0f / 4.0f;
   float ratio_max = 4.0f / 3.0f;

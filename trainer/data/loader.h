@@ -1,0 +1,69 @@
+// The multi-worker prefetching loader: turns a SampleSource into batches of uint8 CHW images, in
+// order, with a bounded number of batches prepared ahead by long-lived worker threads.
+//
+// Reproducibility: the epoch's order comes from (seed, epoch) and each sample's augmentation from
+// (seed, epoch, position in the epoch), so a seed gives byte-identical batches whatever the number
+// of workers (0 included), and a run can resume at any epoch.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+
+#include "data/batch.h"
+#include "data/buffer_pool.h"
+#include "data/sample_source.h"
+
+namespace dl::data {
+
+struct LoaderConfig {
+  int batch_size = 1;
+  // Worker threads assembling whole batches; 0 assembles them in next(), on the caller's thread.
+  int workers = 0;
+  // Batches prepared ahead per worker; at most workers * prefetch_per_worker are in flight.
+  int prefetch_per_worker = 2;
+  bool shuffle = false;
+  // Drop the last, short batch (the epoch then has size / batch_size batches).
+  bool drop_last = false;
+  std::uint64_t seed = 0;
+  Transform transform;
+  // Where batch memory comes from, e.g. cudaHostAlloc/cudaFreeHost for pinned memory. Both or
+  // neither; the default is 64-byte-aligned operator new/delete. `release` may be called after the
+  // loader is gone (when the last batch is destroyed).
+  AllocateFn allocate;
+  ReleaseFn release;
+};
+
+class Loader {
+ public:
+  // `source` must outlive the loader. Starts the workers, which then wait for start_epoch().
+  // Throws std::invalid_argument for an unusable configuration.
+  Loader(const SampleSource& source, LoaderConfig config);
+  // Stops the workers, mid-epoch too: each abandons its batch at the next sample boundary.
+  ~Loader();
+  Loader(const Loader&) = delete;
+  Loader& operator=(const Loader&) = delete;
+
+  std::int64_t batches_per_epoch() const;
+  // Begins epoch `epoch` (any order, any repetition), abandoning what is left of the current one.
+  void start_epoch(int epoch);
+  // The epoch's next batch (index 0, 1, 2, ...), or nullopt once all were returned. Rethrows an
+  // exception a sample's load threw (the epoch then goes on with the next batch).
+  // next(), start_epoch() and the accessors below belong to one consumer thread.
+  std::optional<Batch> next();
+
+  // Seconds spent inside next() since start_epoch(): time the trainer waited for data (with
+  // 0 workers, all the loading time).
+  double wait_seconds() const;
+  // Samples skipped (failed to load) in the batches returned since start_epoch().
+  std::int64_t skipped_in_epoch() const;
+  // Batch buffers allocated so far: stays flat from epoch to epoch once warmed up.
+  std::size_t pool_buffers() const;
+  const LoaderConfig& config() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace dl::data

@@ -1,0 +1,30 @@
+// The pixel side of a Transform: crop, resize, flip and channel conversion of one image, written
+// straight into its CHW slot of the batch buffer. Every source goes through these two functions, so
+// IDX, CIFAR and decoded files augment identically for the same random stream.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <random>
+
+#include "data/sample_source.h"
+
+namespace dl::data {
+
+// Whether images of `channels` channels can become t.out.channels ones: equal, 1 -> 3 (grey
+// replicated) or 3 -> 1 (luma, ITU-R BT.601 weights as OpenCV's and PIL's "L" conversion).
+bool channels_convertible(int channels, int out_channels);
+
+// src: `native.channels` planes of native.height x native.width, back to back (CHW, as IDX and
+// CIFAR store them). train: RandomResizedCrop + flip; eval: resize + center crop (crop_plan.h).
+// Throws std::invalid_argument when the channel counts cannot be converted.
+void transform_planar(const std::uint8_t* src, ImageShape native, const Transform& t,
+                      std::mt19937& rng, std::uint8_t* dst);
+
+// src: an interleaved image (HWC, RGB order for 3 channels, rows row_stride bytes apart), as a
+// decoder produces it. Same transforms and same use of `rng` as transform_planar.
+void transform_interleaved(const std::uint8_t* src, int height, int width, int channels,
+                           std::size_t row_stride, const Transform& t, std::mt19937& rng,
+                           std::uint8_t* dst);
+
+}  // namespace dl::data

@@ -1,0 +1,6 @@
+// dl-train: the LibTorch trainer.
+#include "train/app.h"
+
+int main(int argc, char** argv) {
+  return dl::train::train_main(argc, argv);
+}

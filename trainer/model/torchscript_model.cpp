@@ -1,0 +1,106 @@
+// A model scripted in Python (torch.jit.script(model).save(path)) and loaded with
+// torch::jit::load: forward, parameters, state and modes go through the scripted module, whose
+// names are the Python module's, so its state loads back into that module in Python.
+#include "model/builders.h"
+#include "model/state_copy.h"
+
+#include <c10/util/Exception.h>
+#include <torch/csrc/jit/api/module.h>
+#include <torch/csrc/jit/serialization/import.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <stdexcept>
+#include <utility>
+
+namespace dl::model {
+namespace {
+
+std::string join(const std::string& prefix, const std::string& key) {
+  return prefix.empty() ? key : prefix + "." + key;
+}
+
+// LibTorch's messages span lines; the trainer reports errors on one.
+std::string first_line(const std::string& text) {
+  return text.substr(0, text.find('\n'));
+}
+
+class ScriptModel final : public Model {
+ public:
+  ScriptModel(std::string path, torch::jit::Module module)
+      : path_(std::move(path)), module_(std::move(module)) {}
+
+  at::Tensor forward(const at::Tensor& input) override {
+    auto output = module_.forward({input});
+    if (!output.isTensor()) {
+      throw std::runtime_error("model '" + path_ + "': forward returned a " + output.tagKind() +
+                               "; expected a single tensor");
+    }
+    return output.toTensor();
+  }
+
+  std::vector<at::Tensor> parameters() override {
+    std::vector<at::Tensor> trainable;
+    for (const auto& param : module_.parameters()) {
+      if (param.requires_grad()) trainable.push_back(param);
+    }
+    return trainable;
+  }
+
+  // In Python's state_dict() order: per module, depth first, parameters then buffers.
+  NamedTensors state() override {
+    NamedTensors result;
+    for (const auto& module : module_.named_modules()) {
+      for (const auto& param : module.value.named_parameters(/*recurse=*/false)) {
+        result.emplace_back(join(module.name, param.name), param.value);
+      }
+      for (const auto& buffer : module.value.named_buffers(/*recurse=*/false)) {
+        result.emplace_back(join(module.name, buffer.name), buffer.value);
+      }
+    }
+    return result;
+  }
+
+  void load_state(const NamedTensors& state) override { copy_state(path_, this->state(), state); }
+
+  void set_training(bool training) override { module_.train(training); }
+
+  void to(c10::Device device) override { module_.to(device); }
+
+  std::string name() const override { return path_; }
+
+ private:
+  std::string path_;
+  torch::jit::Module module_;
+};
+
+}  // namespace
+
+std::unique_ptr<Model> load_torchscript(const std::string& path) {
+  const std::string prefix = "model '" + path + "': ";
+  // torch::jit::load's own message for a missing file is a multi-line assertion: check first.
+  if (!std::ifstream(path, std::ios::binary)) {
+    throw std::invalid_argument(prefix + "cannot read the file (" + std::strerror(errno) +
+                                "); expected a TorchScript file saved with torch.jit.save");
+  }
+  torch::jit::Module module;
+  try {
+    module = torch::jit::load(path);
+  } catch (const c10::Error& error) {
+    throw std::invalid_argument(prefix + "not a TorchScript archive (" +
+                                first_line(error.what_without_backtrace()) +
+                                "); expected a file saved with torch.jit.script(model).save(path)");
+  } catch (const std::exception& error) {
+    throw std::invalid_argument(prefix + "not a TorchScript archive (" + first_line(error.what()) +
+                                "); expected a file saved with torch.jit.script(model).save(path)");
+  }
+  if (!module.find_method("forward")) {
+    throw std::invalid_argument(prefix + "the TorchScript module has no forward method");
+  }
+  // The trainer treats every loaded model as trainable, whatever mode Python saved it in.
+  module.train(true);
+  return std::make_unique<ScriptModel>(path, std::move(module));
+}
+
+}  // namespace dl::model

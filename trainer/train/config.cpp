@@ -1,0 +1,99 @@
+// dl-train's command line and settings.
+#include "train/config.h"
+
+#include <cstdlib>
+#include <ctime>
+#include <limits>
+#include <sstream>
+
+#include "errors.h"
+#include "settings.h"
+#include "workspace.h"
+
+namespace dl::train {
+namespace {
+
+namespace po = boost::program_options;
+
+po::options_description command_line() {
+  po::options_description d("Options");
+  d.add_options()("help,h", "print this help and exit")("version,V", "print the version and exit")(
+      "config,c", po::value<std::string>(), "config file (default: ./dl.conf, or $DL_CONFIG)");
+  d.add(settings::train()).add(settings::launch());
+  return d;
+}
+
+}  // namespace
+
+std::string train_usage() {
+  std::ostringstream out;
+  out << "Usage: dl-train [options]\n\n"
+         "Trains an image classifier with LibTorch: a prefetching multi-worker data loader,\n"
+         "AdamW with a cosine schedule, gradient clipping, validation every epoch, best/last\n"
+         "checkpoints and live monitoring. Normally started by dl-launch, whose plan arrives as\n"
+         "DL_* variables; runs on its own too.\n\n"
+      << command_line()
+      << "\nPrecedence: defaults < dl.conf < DL_* environment < command line.\n"
+         "Exit codes: 0 done; 64 bad option or value; 65 bad data; 66 data not found;\n"
+         "73 run directory not writable; 80 loss became NaN or infinite; 128+N stopped by\n"
+         "signal N after saving last.pt; 70 internal error.\n";
+  return out.str();
+}
+
+ParsedArgs parse_train_args(int argc, const char* const argv[]) {
+  ParsedArgs parsed;
+  settings::Layers s;
+  s.add_command_line(std::vector<std::string>(argv + 1, argv + argc), command_line());
+  parsed.help = s.has("help");
+  parsed.version = s.has("version");
+  if (parsed.help || parsed.version) return parsed;
+  s.add_environment();
+  TrainConfig& c = parsed.config;
+  const char* env_config = std::getenv("DL_CONFIG");
+  if (s.has("config")) {
+    s.add_config_file(s.get("config"), true);
+    c.config_file = s.get("config");
+  } else if (env_config != nullptr && *env_config != '\0') {
+    s.add_config_file(env_config, true);
+    c.config_file = env_config;
+  } else if (s.add_config_file("dl.conf", false)) {
+    c.config_file = "dl.conf";
+  }
+
+  c.data = s.get("data");
+  if (s.has("model")) c.model = s.get("model");
+  if (auto v = s.integer("epochs", 1, 100000, false)) c.epochs = static_cast<int>(*v);
+  if (auto v = s.integer("batch-size", 1, 1 << 24, false)) c.batch_size = static_cast<int>(*v);
+  if (auto v = s.real("lr", 0.0, 10.0)) c.lr = *v;
+  if (auto v = s.real("weight-decay", 0.0, 10.0)) c.weight_decay = *v;
+  if (auto v = s.real("clip-norm", 0.0, 1e6)) c.clip_norm = *v;
+  if (auto v = s.integer("workers", 0, 1024, true)) c.workers = static_cast<int>(*v);
+  if (auto v = s.integer("threads", 1, 4096, true)) c.threads = static_cast<int>(*v);
+  c.device = s.has("device") ? s.get("device") : "auto";
+  if (c.device != "auto" && c.device != "cpu" && c.device != "cuda" &&
+      c.device.rfind("cuda:", 0) != 0) {
+    settings::bad_value(s.source("device"), c.device, "auto, cpu, cuda or cuda:N");
+  }
+  c.precision = s.one_of("precision", {"auto", "fp32", "fp16", "bf16"}, "auto");
+  if (auto v = s.integer("image-size", 8, 4096, true)) c.image_size = static_cast<int>(*v);
+  if (auto v = s.real("val-fraction", 0.0, 0.9)) c.val_fraction = *v;
+  if (auto v = s.integer("seed", 0, std::numeric_limits<long long>::max(), false)) {
+    c.seed = static_cast<std::uint64_t>(*v);
+  }
+  if (auto v = s.integer("log-every", 1, 1 << 30, false)) c.log_every = static_cast<int>(*v);
+  if (auto v = s.real("monitor-every", 0.0, 86400.0)) c.monitor_every = *v;
+  if (auto v = s.real("max-bad-fraction", 0.0, 1.0)) c.max_bad_fraction = *v;
+  if (auto v = s.flag("resume")) c.resume = *v;
+
+  const char* run_dir = std::getenv("DL_RUN_DIR");
+  if (run_dir != nullptr && *run_dir != '\0') {
+    c.run_dir = run_dir;
+  } else {
+    const std::string name =
+        s.has("name") ? s.get("name") : choose_run_name(".", "", std::time(nullptr));
+    c.run_dir = "runs/" + name;
+  }
+  return parsed;
+}
+
+}  // namespace dl::train

@@ -1,0 +1,44 @@
+// dl-train's configuration: the shared settings registry read in layers (defaults < dl.conf <
+// DL_* environment < command line), where dl-launch's plan arrives as DL_* variables.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace dl::train {
+
+struct TrainConfig {
+  std::string data;  // "" = the workspace's data/ or the default data set
+  std::string model = "cnn";
+  int epochs = 10;
+  int batch_size = 64;
+  double lr = 1e-3;
+  double weight_decay = 0.01;
+  double clip_norm = 1.0;  // 0: no clipping
+  int workers = 2;
+  int threads = 0;                 // 0: leave LibTorch's default
+  std::string device = "auto";     // auto | cpu | cuda | cuda:N
+  std::string precision = "auto";  // auto | fp32 | fp16 | bf16
+  int image_size = 0;              // 0: the data's own
+  double val_fraction = 0.1;
+  std::uint64_t seed = 42;
+  int log_every = 100;
+  double monitor_every = 30.0;
+  double max_bad_fraction = 0.01;
+  bool resume = false;
+  std::string run_dir;      // DL_RUN_DIR, else runs/<timestamp> in the working directory
+  std::string config_file;  // the file read, if any
+};
+
+struct ParsedArgs {
+  bool help = false;
+  bool version = false;
+  TrainConfig config;
+};
+
+// Throws UserError naming the option, variable or file and what was expected.
+ParsedArgs parse_train_args(int argc, const char* const argv[]);
+std::string train_usage();
+
+}  // namespace dl::train

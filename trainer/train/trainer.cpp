@@ -1,0 +1,406 @@
+// The training loop. Images arrive from the loader as uint8 and are converted and normalised on
+// the device; the loss and accuracy are accumulated on the device and read back only at log points
+// and epoch ends, so a GPU is never made to wait for the host inside an epoch.
+#include "train/trainer.h"
+
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <spdlog/sinks/basic_file_sink.h>
+#include <spdlog/spdlog.h>
+#include <torch/torch.h>
+
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <optional>
+
+#include "data/loader.h"
+#include "errors.h"
+#include "model/adamw_state.h"
+#include "model/checkpoint.h"
+#include "model/model.h"
+#include "train/data_setup.h"
+#include "train/metrics.h"
+#include "train/monitor.h"
+#include "train/progress.h"
+
+namespace dl::train {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+std::atomic<int> g_stop_signal{0};
+
+void on_stop_signal(int sig) {
+  g_stop_signal.store(sig);
+}
+
+void install_stop_handlers() {
+  struct sigaction sa {};
+  sa.sa_handler = on_stop_signal;
+  sigemptyset(&sa.sa_mask);
+  for (int s : {SIGINT, SIGTERM, SIGHUP}) sigaction(s, &sa, nullptr);
+}
+
+double seconds_since(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
+
+torch::Device choose_device(const std::string& asked) {
+  if (asked == "cpu") return torch::kCPU;
+  const bool cuda = torch::cuda::is_available();
+  if (asked == "auto") return cuda ? torch::Device(torch::kCUDA, 0) : torch::Device(torch::kCPU);
+  if (!cuda) {
+    throw UserError(exit_code::kUnavailable,
+                    "device " + asked + ": this LibTorch sees no CUDA device; use --device cpu");
+  }
+  const int index = asked == "cuda" ? 0 : std::stoi(asked.substr(5));
+  if (index >= static_cast<int>(torch::cuda::device_count())) {
+    throw UserError(exit_code::kUnavailable, "device " + asked + ": only " +
+                                                 std::to_string(torch::cuda::device_count()) +
+                                                 " CUDA device(s)");
+  }
+  return torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(index));
+}
+
+void make_dirs(const std::string& path) {
+  std::string prefix;
+  for (std::size_t i = 0; i <= path.size(); ++i) {
+    if (i == path.size() || path[i] == '/') {
+      prefix = path.substr(0, i);
+      if (!prefix.empty() && mkdir(prefix.c_str(), 0775) != 0 && errno != EEXIST) {
+        throw UserError(exit_code::kCantWrite, "run directory " + path + ": cannot create " +
+                                                   prefix + " (" + std::strerror(errno) + ")");
+      }
+    }
+  }
+  if (access(path.c_str(), W_OK) != 0) {
+    throw UserError(exit_code::kCantWrite,
+                    "run directory " + path + " is not writable (" + std::strerror(errno) + ")");
+  }
+}
+
+// The learning rate of CosineAnnealingLR(T_max = epochs, eta_min = 0) stepped once per epoch.
+double cosine_lr(double base, int epoch_index, int epochs) {
+  return base * 0.5 * (1.0 + std::cos(M_PI * epoch_index / epochs));
+}
+
+void set_lr(torch::optim::AdamW& opt, double lr) {
+  for (auto& group : opt.param_groups()) {
+    static_cast<torch::optim::AdamWOptions&>(group.options()).lr(lr);
+  }
+}
+
+struct Normalizer {
+  torch::Tensor mean, inv_std;  // [1, C, 1, 1] on the device, on the 0..255 scale
+  torch::Tensor operator()(const torch::Tensor& bytes) const {
+    return (bytes.to(torch::kFloat) - mean) * inv_std;
+  }
+};
+
+Normalizer make_normalizer(const DataSetup& d, int channels, torch::Device device) {
+  std::vector<float> m, s;
+  for (int c = 0; c < channels; ++c) {
+    m.push_back(255.0f * d.mean[static_cast<std::size_t>(c)]);
+    s.push_back(1.0f / (255.0f * d.std[static_cast<std::size_t>(c)]));
+  }
+  auto opts = torch::TensorOptions().dtype(torch::kFloat);
+  return {torch::tensor(m, opts).view({1, channels, 1, 1}).to(device),
+          torch::tensor(s, opts).view({1, channels, 1, 1}).to(device)};
+}
+
+// The batch as normalised float images and int64 labels on `device`, holding no reference to the
+// loader's buffer (which is reused as soon as the batch is released): the float conversion copies
+// the images, and on the CPU, where .to() would alias, the labels are cloned.
+void to_device(data::Batch& batch, const Normalizer& norm, torch::Device device,
+               torch::Tensor* images, torch::Tensor* labels) {
+  const data::ImageShape s = batch.shape();
+  const std::int64_t n = batch.n();
+  auto bytes = torch::from_blob(batch.images(), {n, s.channels, s.height, s.width}, torch::kUInt8);
+  *images = norm(bytes.to(device, /*non_blocking=*/true));
+  auto y = torch::from_blob(batch.labels(), {n}, torch::kLong);
+  *labels = device.is_cuda() ? y.to(device, /*non_blocking=*/true) : y.clone();
+}
+
+struct Totals {
+  double loss = 0, correct = 0;
+  std::int64_t samples = 0;
+};
+
+// Runs the model over the validation set.
+Totals evaluate(model::Model& net, data::Loader& loader, const Normalizer& norm,
+                torch::Device device) {
+  torch::NoGradGuard no_grad;
+  net.set_training(false);
+  loader.start_epoch(0);
+  torch::Tensor loss_sum =
+      torch::zeros({}, torch::TensorOptions().dtype(torch::kDouble).device(device));
+  torch::Tensor correct =
+      torch::zeros({}, torch::TensorOptions().dtype(torch::kLong).device(device));
+  std::int64_t seen = 0;
+  while (auto batch = loader.next()) {
+    if (batch->n() == 0) continue;
+    const std::int64_t n = batch->n();
+    torch::Tensor images, labels;
+    to_device(*batch, norm, device, &images, &labels);
+    batch.reset();
+    auto logits = net.forward(images);
+    loss_sum +=
+        torch::nn::functional::cross_entropy(
+            logits, labels, torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum))
+            .to(torch::kDouble);
+    correct += logits.argmax(1).eq(labels).sum();
+    seen += n;
+  }
+  Totals t;
+  t.samples = seen;
+  t.loss = seen > 0 ? loss_sum.item<double>() / static_cast<double>(seen) : 0.0;
+  t.correct = static_cast<double>(correct.item<std::int64_t>());
+  return t;
+}
+
+model::CheckpointData snapshot(model::Model& net, torch::optim::AdamW& opt,
+                               const std::vector<torch::Tensor>& params, int epoch, double val_acc,
+                               double best_acc, std::int64_t step) {
+  model::CheckpointData c;
+  for (const auto& [name, tensor] : net.state())
+    c.model_state.emplace_back(name, tensor.detach().cpu());
+  c.optimizer = model::export_adamw(opt, params);
+  c.epoch = epoch;
+  c.val_acc = val_acc;
+  c.extra["best_val_acc"] = best_acc;
+  c.extra["global_step"] = static_cast<std::int64_t>(step);
+  return c;
+}
+
+void save(const std::string& path, const model::CheckpointData& c) {
+  try {
+    model::save_checkpoint(path, c);
+  } catch (const std::runtime_error& e) {
+    throw UserError(exit_code::kCantWrite, e.what());
+  }
+}
+
+}  // namespace
+
+int run_training(const TrainConfig& config) {
+  install_stop_handlers();
+  make_dirs(config.run_dir);
+  // Everything logged also goes to the run's train.log.
+  spdlog::default_logger()->sinks().push_back(
+      std::make_shared<spdlog::sinks::basic_file_sink_mt>(config.run_dir + "/train.log"));
+  if (config.threads > 0) torch::set_num_threads(config.threads);
+  torch::manual_seed(config.seed);
+  const torch::Device device = choose_device(config.device);
+  if (device.is_cuda()) at::globalContext().setBenchmarkCuDNN(true);
+
+  std::string precision = config.precision == "auto" ? "fp32" : config.precision;
+  if (precision != "fp32") {
+    spdlog::warn("precision {}: this dl-train trains in fp32", precision);
+    precision = "fp32";
+  }
+
+  DataSetup d = setup_data(config);
+  const data::ImageShape shape = d.train_transform.out;
+  const int classes = d.train->num_classes();
+  spdlog::info("data: {} ({} training, {} validation samples, {} classes, {}x{}x{})", d.location,
+               d.train->size(), d.val->size(), classes, shape.channels, shape.height, shape.width);
+
+  model::ModelSpec spec;
+  spec.name = config.model;
+  spec.in_channels = shape.channels;
+  spec.num_classes = classes;
+  spec.input_size = shape.height;
+  std::unique_ptr<model::Model> net;
+  try {
+    net = model::make_model(spec);
+  } catch (const std::invalid_argument& e) {
+    throw UserError(exit_code::kUsage, e.what());
+  }
+  net->to(device);
+  std::vector<torch::Tensor> params = net->parameters();
+  torch::optim::AdamW opt(params,
+                          torch::optim::AdamWOptions(config.lr).weight_decay(config.weight_decay));
+
+  int start_epoch = 0;
+  double best_acc = 0.0;
+  std::int64_t global_step = 0;
+  const std::string last_path = config.run_dir + "/last.pt";
+  const std::string best_path = config.run_dir + "/best.pt";
+  if (config.resume) {
+    if (access(last_path.c_str(), F_OK) != 0) {
+      throw UserError(exit_code::kMissing, "--resume: " + last_path +
+                                               " does not exist; expected the last checkpoint "
+                                               "of this run (name the run with --name)");
+    }
+    model::CheckpointData c;
+    try {
+      c = model::load_checkpoint(last_path);
+      net->load_state(c.model_state);
+      model::import_adamw(opt, params, c.optimizer);
+    } catch (const std::exception& e) {
+      throw UserError(exit_code::kBadData, std::string("--resume: ") + e.what());
+    }
+    start_epoch = static_cast<int>(c.epoch);
+    if (auto it = c.extra.find("best_val_acc"); it != c.extra.end()) {
+      best_acc = std::get<double>(it->second);
+    }
+    if (auto it = c.extra.find("global_step"); it != c.extra.end()) {
+      global_step = std::get<std::int64_t>(it->second);
+    }
+    spdlog::info("resumed from {} after epoch {} (best val_acc {:.2f}%)", last_path, start_epoch,
+                 100.0 * best_acc);
+  }
+  spdlog::info(
+      "model {} ({} parameters) on {}, {} threads, {} workers, batch {}, {} epochs", net->name(),
+      [&] {
+        std::int64_t n = 0;
+        for (const auto& p : params) n += p.numel();
+        return n;
+      }(),
+      device.str(), torch::get_num_threads(), config.workers, config.batch_size, config.epochs);
+
+  data::LoaderConfig train_cfg;
+  train_cfg.batch_size = config.batch_size;
+  train_cfg.workers = config.workers;
+  train_cfg.shuffle = true;
+  train_cfg.drop_last = true;
+  train_cfg.seed = config.seed;
+  train_cfg.transform = d.train_transform;
+  data::Loader train_loader(*d.train, train_cfg);
+  data::LoaderConfig val_cfg = train_cfg;
+  val_cfg.shuffle = false;
+  val_cfg.drop_last = false;
+  val_cfg.transform = d.eval_transform;
+  data::Loader val_loader(*d.val, val_cfg);
+  const Normalizer norm = make_normalizer(d, shape.channels, device);
+
+  Monitor monitor(config.monitor_every, [](const std::string& line) { spdlog::info("{}", line); });
+  const bool terminal = isatty(STDOUT_FILENO) != 0;
+  const std::int64_t batches = train_loader.batches_per_epoch();
+  std::int64_t skipped_total = 0;
+  double last_val_acc = 0.0;
+
+  for (int epoch = start_epoch; epoch < config.epochs; ++epoch) {
+    const double lr = cosine_lr(config.lr, epoch, config.epochs);
+    set_lr(opt, lr);
+    net->set_training(true);
+    train_loader.start_epoch(epoch);
+    Progress progress(epoch + 1, config.epochs, batches, config.log_every, terminal);
+    const auto epoch_start = Clock::now();
+    double wait = 0.0;
+    auto dev_double = torch::TensorOptions().dtype(torch::kDouble).device(device);
+    torch::Tensor loss_sum = torch::zeros({}, dev_double);
+    torch::Tensor correct =
+        torch::zeros({}, torch::TensorOptions().dtype(torch::kLong).device(device));
+    std::int64_t seen = 0, index = 0, skipped = 0;
+    while (true) {
+      const auto t0 = Clock::now();
+      auto batch = train_loader.next();
+      wait += seconds_since(t0);
+      if (!batch) break;
+      skipped += batch->skipped();
+      if (batch->n() == 0) continue;
+      const std::int64_t n = batch->n();
+      torch::Tensor images, labels;
+      to_device(*batch, norm, device, &images, &labels);
+      batch.reset();  // the buffer goes back to the loader for the next batch
+      auto logits = net->forward(images);
+      auto loss = torch::nn::functional::cross_entropy(logits, labels);
+      opt.zero_grad();
+      loss.backward();
+      if (config.clip_norm > 0) torch::nn::utils::clip_grad_norm_(params, config.clip_norm);
+      opt.step();
+      ++global_step;
+      loss_sum += loss.detach().to(torch::kDouble) * static_cast<double>(n);
+      correct += logits.detach().argmax(1).eq(labels).sum();
+      seen += n;
+      const bool report = terminal || (index + 1) % config.log_every == 0 || index + 1 == batches;
+      if (report) {
+        const double mean_loss = loss_sum.item<double>() / static_cast<double>(seen);
+        if (!std::isfinite(mean_loss)) {
+          spdlog::error(
+              "loss became {} in epoch {} by batch {}; stopping. Last good checkpoint: {}",
+              mean_loss, epoch + 1, index + 1,
+              access(last_path.c_str(), F_OK) == 0 ? last_path : "none yet");
+          return exit_code::kDiverged;
+        }
+        progress.update(
+            index, mean_loss,
+            static_cast<double>(correct.item<std::int64_t>()) / static_cast<double>(seen),
+            static_cast<double>(seen) / seconds_since(epoch_start));
+      }
+      ++index;
+      if (g_stop_signal.load() != 0) break;
+    }
+    progress.finish();
+    if (const int sig = g_stop_signal.load(); sig != 0) {
+      // Interrupted mid-epoch: last.pt keeps the last completed epoch; a resume repeats this one.
+      spdlog::warn("{} received during epoch {}: stopping; {} holds epoch {}", strsignal(sig),
+                   epoch + 1, last_path, epoch);
+      return 128 + sig;
+    }
+    const double train_seconds = seconds_since(epoch_start);
+    skipped_total += skipped;
+    const double bad_fraction = static_cast<double>(skipped) /
+                                static_cast<double>(std::max<std::int64_t>(1, seen + skipped));
+    if (skipped > 0) {
+      spdlog::warn("{} sample(s) could not be decoded and were skipped this epoch ({:.2f}%)",
+                   skipped, 100.0 * bad_fraction);
+    }
+    if (bad_fraction > config.max_bad_fraction) {
+      throw UserError(exit_code::kBadData,
+                      "data " + d.location + ": " + std::to_string(skipped) + " of " +
+                          std::to_string(seen + skipped) +
+                          " samples could not be decoded, above --max-bad-fraction " +
+                          std::to_string(config.max_bad_fraction));
+    }
+
+    const Totals val = evaluate(*net, val_loader, norm, device);
+    const double train_loss =
+        loss_sum.item<double>() / static_cast<double>(std::max<std::int64_t>(1, seen));
+    if (!std::isfinite(train_loss)) {
+      spdlog::error("loss became {} in epoch {}; stopping. Last good checkpoint: {}", train_loss,
+                    epoch + 1, access(last_path.c_str(), F_OK) == 0 ? last_path : "none yet");
+      return exit_code::kDiverged;
+    }
+    const double seconds = seconds_since(epoch_start);
+    EpochMetrics m;
+    m.epoch = epoch + 1;
+    m.train_loss = train_loss;
+    m.train_acc = static_cast<double>(correct.item<std::int64_t>()) /
+                  static_cast<double>(std::max<std::int64_t>(1, seen));
+    m.val_loss = val.loss;
+    m.val_acc = val.samples > 0 ? val.correct / static_cast<double>(val.samples) : 0.0;
+    m.lr = lr;
+    m.seconds = seconds;
+    m.samples_per_second = static_cast<double>(seen) / train_seconds;
+    m.data_wait_seconds = wait;
+    m.data_wait_percent = 100.0 * wait / train_seconds;
+    m.skipped = skipped;
+    last_val_acc = m.val_acc;
+
+    const bool best = m.val_acc > best_acc || access(best_path.c_str(), F_OK) != 0;
+    if (best) best_acc = std::max(best_acc, m.val_acc);
+    const auto ckpt = snapshot(*net, opt, params, epoch + 1, m.val_acc, best_acc, global_step);
+    save(last_path, ckpt);
+    if (best) save(best_path, ckpt);
+    append_metrics(config.run_dir + "/metrics.csv", m);
+    spdlog::info(
+        "epoch {}/{}: train loss {:.4f} acc {:.2f}% | val loss {:.4f} acc {:.2f}%{} | {:.1f} s, "
+        "{:.0f} samples/s, data wait {:.2f} s ({:.1f}%) | lr {:.3g}",
+        m.epoch, config.epochs, m.train_loss, 100.0 * m.train_acc, m.val_loss, 100.0 * m.val_acc,
+        best ? " (best)" : "", m.seconds, m.samples_per_second, m.data_wait_seconds,
+        m.data_wait_percent, lr);
+  }
+  if (skipped_total > 0) {
+    spdlog::warn("{} undecodable sample(s) were skipped in all", skipped_total);
+  }
+  spdlog::info("done: validation accuracy {:.2f}% (best {:.2f}%); checkpoints {} and {}",
+               100.0 * last_val_acc, 100.0 * best_acc, last_path, best_path);
+  return exit_code::kOk;
+}
+
+}  // namespace dl::train
