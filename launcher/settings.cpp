@@ -53,7 +53,8 @@ po::options_description make_train() {
     ("log-every", po::value<std::string>(), "batches between log lines (default 100)")
     ("monitor-every", po::value<std::string>(), "seconds between resource reports, 0 for none (default 30)")
     ("max-bad-fraction", po::value<std::string>(), "undecodable samples tolerated before failing (default 0.01)")
-    ("resume", po::value<std::string>(), "continue from the run's last.pt (true/false)");
+    ("limit-batches", po::value<std::string>(), "train on at most this many batches per epoch, 0 for all (default 0)")
+    ("resume", po::value<std::string>()->implicit_value("true"), "continue from the run's last.pt (--resume, or true/false)");
   // clang-format on
   return d;
 }

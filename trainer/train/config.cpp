@@ -64,7 +64,7 @@ ParsedArgs parse_train_args(int argc, const char* const argv[]) {
   if (s.has("model")) c.model = s.get("model");
   if (auto v = s.integer("epochs", 1, 100000, false)) c.epochs = static_cast<int>(*v);
   if (auto v = s.integer("batch-size", 1, 1 << 24, false)) c.batch_size = static_cast<int>(*v);
-  if (auto v = s.real("lr", 0.0, 10.0)) c.lr = *v;
+  if (auto v = s.real("lr", 0.0, 1e6)) c.lr = *v;
   if (auto v = s.real("weight-decay", 0.0, 10.0)) c.weight_decay = *v;
   if (auto v = s.real("clip-norm", 0.0, 1e6)) c.clip_norm = *v;
   if (auto v = s.integer("workers", 0, 1024, true)) c.workers = static_cast<int>(*v);
@@ -83,6 +83,9 @@ ParsedArgs parse_train_args(int argc, const char* const argv[]) {
   if (auto v = s.integer("log-every", 1, 1 << 30, false)) c.log_every = static_cast<int>(*v);
   if (auto v = s.real("monitor-every", 0.0, 86400.0)) c.monitor_every = *v;
   if (auto v = s.real("max-bad-fraction", 0.0, 1.0)) c.max_bad_fraction = *v;
+  if (auto v = s.integer("limit-batches", 0, std::numeric_limits<long long>::max(), false)) {
+    c.limit_batches = *v;
+  }
   if (auto v = s.flag("resume")) c.resume = *v;
 
   const char* run_dir = std::getenv("DL_RUN_DIR");

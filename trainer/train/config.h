@@ -26,6 +26,7 @@ struct TrainConfig {
   int log_every = 100;
   double monitor_every = 30.0;
   double max_bad_fraction = 0.01;
+  std::int64_t limit_batches = 0;  // 0: every batch of the epoch
   bool resume = false;
   std::string run_dir;      // DL_RUN_DIR, else runs/<timestamp> in the working directory
   std::string config_file;  // the file read, if any

@@ -226,6 +226,7 @@ int run_training(const TrainConfig& config) {
 
   int start_epoch = 0;
   double best_acc = 0.0;
+  double last_val_acc = 0.0;
   std::int64_t global_step = 0;
   const std::string last_path = config.run_dir + "/last.pt";
   const std::string best_path = config.run_dir + "/best.pt";
@@ -244,6 +245,7 @@ int run_training(const TrainConfig& config) {
       throw UserError(exit_code::kBadData, std::string("--resume: ") + e.what());
     }
     start_epoch = static_cast<int>(c.epoch);
+    last_val_acc = c.val_acc;
     if (auto it = c.extra.find("best_val_acc"); it != c.extra.end()) {
       best_acc = std::get<double>(it->second);
     }
@@ -279,9 +281,10 @@ int run_training(const TrainConfig& config) {
 
   Monitor monitor(config.monitor_every, [](const std::string& line) { spdlog::info("{}", line); });
   const bool terminal = isatty(STDOUT_FILENO) != 0;
-  const std::int64_t batches = train_loader.batches_per_epoch();
+  const std::int64_t batches =
+      config.limit_batches > 0 ? std::min(config.limit_batches, train_loader.batches_per_epoch())
+                               : train_loader.batches_per_epoch();
   std::int64_t skipped_total = 0;
-  double last_val_acc = 0.0;
 
   for (int epoch = start_epoch; epoch < config.epochs; ++epoch) {
     const double lr = cosine_lr(config.lr, epoch, config.epochs);
@@ -333,13 +336,23 @@ int run_training(const TrainConfig& config) {
             static_cast<double>(seen) / seconds_since(epoch_start));
       }
       ++index;
-      if (g_stop_signal.load() != 0) break;
+      if (g_stop_signal.load() != 0 || index == batches) break;
     }
     progress.finish();
     if (const int sig = g_stop_signal.load(); sig != 0) {
-      // Interrupted mid-epoch: last.pt keeps the last completed epoch; a resume repeats this one.
-      spdlog::warn("{} received during epoch {}: stopping; {} holds epoch {}", strsignal(sig),
-                   epoch + 1, last_path, epoch);
+      // Stopped mid-epoch (docker stop, Ctrl-C): the weights trained so far are saved, counted as
+      // the last completed epoch, so a resume repeats this epoch from them and nothing is lost.
+      const double loss_now = loss_sum.item<double>();
+      if (std::isfinite(loss_now)) {
+        auto ckpt = snapshot(*net, opt, params, epoch, last_val_acc, best_acc, global_step);
+        ckpt.extra["interrupted_in_epoch"] = static_cast<std::int64_t>(epoch + 1);
+        ckpt.extra["interrupted_after_batches"] = index;
+        save(last_path, ckpt);
+        spdlog::warn(
+            "{} received in epoch {} after {} batches: saved {}; --resume repeats the "
+            "epoch from there",
+            strsignal(sig), epoch + 1, index, last_path);
+      }
       return 128 + sig;
     }
     const double train_seconds = seconds_since(epoch_start);
