@@ -22,6 +22,7 @@
 #include "model/checkpoint.h"
 #include "model/model.h"
 #include "train/data_setup.h"
+#include "train/device_feed.h"
 #include "train/metrics.h"
 #include "train/monitor.h"
 #include "train/progress.h"
@@ -93,45 +94,13 @@ void set_lr(torch::optim::AdamW& opt, double lr) {
   }
 }
 
-struct Normalizer {
-  torch::Tensor mean, inv_std;  // [1, C, 1, 1] on the device, on the 0..255 scale
-  torch::Tensor operator()(const torch::Tensor& bytes) const {
-    return (bytes.to(torch::kFloat) - mean) * inv_std;
-  }
-};
-
-Normalizer make_normalizer(const DataSetup& d, int channels, torch::Device device) {
-  std::vector<float> m, s;
-  for (int c = 0; c < channels; ++c) {
-    m.push_back(255.0f * d.mean[static_cast<std::size_t>(c)]);
-    s.push_back(1.0f / (255.0f * d.std[static_cast<std::size_t>(c)]));
-  }
-  auto opts = torch::TensorOptions().dtype(torch::kFloat);
-  return {torch::tensor(m, opts).view({1, channels, 1, 1}).to(device),
-          torch::tensor(s, opts).view({1, channels, 1, 1}).to(device)};
-}
-
-// The batch as normalised float images and int64 labels on `device`, holding no reference to the
-// loader's buffer (which is reused as soon as the batch is released): the float conversion copies
-// the images, and on the CPU, where .to() would alias, the labels are cloned.
-void to_device(data::Batch& batch, const Normalizer& norm, torch::Device device,
-               torch::Tensor* images, torch::Tensor* labels) {
-  const data::ImageShape s = batch.shape();
-  const std::int64_t n = batch.n();
-  auto bytes = torch::from_blob(batch.images(), {n, s.channels, s.height, s.width}, torch::kUInt8);
-  *images = norm(bytes.to(device, /*non_blocking=*/true));
-  auto y = torch::from_blob(batch.labels(), {n}, torch::kLong);
-  *labels = device.is_cuda() ? y.to(device, /*non_blocking=*/true) : y.clone();
-}
-
 struct Totals {
   double loss = 0, correct = 0;
   std::int64_t samples = 0;
 };
 
 // Runs the model over the validation set.
-Totals evaluate(model::Model& net, data::Loader& loader, const Normalizer& norm,
-                torch::Device device) {
+Totals evaluate(model::Model& net, data::Loader& loader, DeviceFeed& feed, torch::Device device) {
   torch::NoGradGuard no_grad;
   net.set_training(false);
   loader.start_epoch(0);
@@ -144,8 +113,7 @@ Totals evaluate(model::Model& net, data::Loader& loader, const Normalizer& norm,
     if (batch->n() == 0) continue;
     const std::int64_t n = batch->n();
     torch::Tensor images, labels;
-    to_device(*batch, norm, device, &images, &labels);
-    batch.reset();
+    feed.upload(std::move(*batch), &images, &labels);
     auto logits = net.forward(images);
     loss_sum +=
         torch::nn::functional::cross_entropy(
@@ -264,7 +232,10 @@ int run_training(const TrainConfig& config) {
       }(),
       device.str(), torch::get_num_threads(), config.workers, config.batch_size, config.epochs);
 
+  DeviceFeed feed(device, shape.channels, d.mean, d.std);
   data::LoaderConfig train_cfg;
+  train_cfg.allocate = feed.allocator();
+  train_cfg.release = feed.releaser();
   train_cfg.batch_size = config.batch_size;
   train_cfg.workers = config.workers;
   train_cfg.shuffle = true;
@@ -277,7 +248,6 @@ int run_training(const TrainConfig& config) {
   val_cfg.drop_last = false;
   val_cfg.transform = d.eval_transform;
   data::Loader val_loader(*d.val, val_cfg);
-  const Normalizer norm = make_normalizer(d, shape.channels, device);
 
   Monitor monitor(config.monitor_every, [](const std::string& line) { spdlog::info("{}", line); });
   const bool terminal = isatty(STDOUT_FILENO) != 0;
@@ -308,8 +278,7 @@ int run_training(const TrainConfig& config) {
       if (batch->n() == 0) continue;
       const std::int64_t n = batch->n();
       torch::Tensor images, labels;
-      to_device(*batch, norm, device, &images, &labels);
-      batch.reset();  // the buffer goes back to the loader for the next batch
+      feed.upload(std::move(*batch), &images, &labels);
       auto logits = net->forward(images);
       auto loss = torch::nn::functional::cross_entropy(logits, labels);
       opt.zero_grad();
@@ -371,7 +340,7 @@ int run_training(const TrainConfig& config) {
                           std::to_string(config.max_bad_fraction));
     }
 
-    const Totals val = evaluate(*net, val_loader, norm, device);
+    const Totals val = evaluate(*net, val_loader, feed, device);
     const double train_loss =
         loss_sum.item<double>() / static_cast<double>(std::max<std::int64_t>(1, seen));
     if (!std::isfinite(train_loss)) {
