@@ -1,0 +1,517 @@
+// End-to-end tests of dl-train, and of dl-launch starting it: real training runs on real data
+// (Debian's Fashion-MNIST, small subsets of it, and images written here) checking what a user
+// relies on. A short epoch reaches the accuracy bar; a resumed run ends with the same weights as
+// an uninterrupted one; a model scripted in Python trains here and its checkpoint loads back into
+// Python; bad input ends with the documented exit code and one clear line; undecodable images are
+// skipped and counted; a stop signal saves the weights; dl-launch's plan reaches the trainer.
+//
+// Every run uses 1 compute thread, 1 loader worker, no resource monitor and few batches, so the
+// whole suite takes well under a minute and a half on a 2-core machine. One compute thread, not
+// two, is what dl-launch plans for 2 cores (cores - workers), and it keeps the suite fast when
+// anything else runs: with a second busy process on 2 cores, LibTorch's 2 OpenMP threads trained
+// 6 times slower than 1 (about 200 against 1200 samples/s). Each run has its own temporary
+// workspace as working directory, so no dl.conf or runs/ of the caller's is read or written.
+#include <ATen/ATen.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "integration/process.h"
+#include "integration/trainer_fixtures.h"
+#include "model/checkpoint.h"
+
+namespace dltest {
+namespace {
+
+namespace fs = std::filesystem;
+using std::chrono::seconds;
+
+const std::string kTrain = DL_TRAIN_BIN;
+const std::string kLaunch = DL_LAUNCH_BIN;
+const std::string kPython = DL_TEST_PYTHON;
+
+// dl-train's documented exit codes (its --help, launcher/errors.h), spelled out: a change to the
+// contract must show up here.
+constexpr int kUsage = 64;
+constexpr int kBadData = 65;
+constexpr int kMissing = 66;
+constexpr int kCantWrite = 73;
+constexpr int kDiverged = 80;
+
+// A hang is a failure, but a busy 2-core machine must not fail a correct run.
+constexpr seconds kRunTimeout{300};
+
+const char* const kNoFashion =
+    "Fashion-MNIST is not installed in /usr/share/datasets/fashion-mnist "
+    "(apt-get install dataset-fashion-mnist)";
+
+// Variables a scheduler or the user may have set around the test run; they would override the
+// plan dl-launch makes, which the launcher test checks.
+const std::vector<std::string> kSchedulerVars = {
+    "RANK",        "LOCAL_RANK",  "WORLD_SIZE",      "LOCAL_WORLD_SIZE",
+    "MASTER_ADDR", "MASTER_PORT", "OMP_NUM_THREADS", "MKL_NUM_THREADS"};
+
+bool contains(const std::string& haystack, const std::string& needle) {
+  return haystack.find(needle) != std::string::npos;
+}
+
+// What a failed assertion shows about a run.
+std::string show(const Result& r) {
+  return "exit " + std::to_string(r.code) + "\n--- stdout\n" + r.out + "--- stderr\n" + r.err;
+}
+
+// dl-train with the settings that keep runs short on a small machine, then `args`.
+std::vector<std::string> train_argv(const std::vector<std::string>& args) {
+  std::vector<std::string> argv = {kTrain, "--threads",       "1", "--workers",
+                                   "1",    "--monitor-every", "0"};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return argv;
+}
+
+// Runs dl-train in `workspace` (its working directory: --name puts the run in runs/<name>).
+Result train(const std::string& workspace, const std::vector<std::string>& args,
+             const EnvVars& env = {}) {
+  Process process(in_directory(workspace, train_argv(args)), env);
+  return process.wait(kRunTimeout);
+}
+
+// 4096 training samples of Fashion-MNIST (the 60 batches of 64 the TorchScript test trains on)
+// and 1000 test samples, as raw IDX files written once per test process: a few megabytes that
+// load at once, where the full set costs seconds to decompress and 10000 validation samples.
+// "" when Fashion-MNIST is not installed.
+const std::string& mini_fashion() {
+  static const std::unique_ptr<TempDir> dir = [] {
+    if (fashion_mnist_dir().empty()) return std::unique_ptr<TempDir>();
+    auto d = std::make_unique<TempDir>();
+    write_fashion_subset(d->path(), 4096, 1000);
+    return d;
+  }();
+  static const std::string path = dir ? dir->path() : std::string();
+  return path;
+}
+
+// The largest absolute difference between two tensors of the same shape.
+double max_abs_diff(const at::Tensor& a, const at::Tensor& b) {
+  return (a.to(at::kDouble) - b.to(at::kDouble)).abs().max().item<double>();
+}
+
+std::int64_t extra_int(const dl::model::CheckpointData& c, const std::string& key) {
+  return std::get<std::int64_t>(c.extra.at(key));
+}
+
+// --- a. accuracy -------------------------------------------------------------------------------
+
+TEST(TrainerAccuracy, ShortEpochOnFashionMnistReachesTheBar) {
+  const std::string fashion = fashion_mnist_dir();
+  if (fashion.empty()) GTEST_SKIP() << kNoFashion;
+  TempDir ws;
+  const Result r = train(ws.path(), {"--data", fashion, "--epochs", "1", "--limit-batches", "150",
+                                     "--batch-size", "64", "--name", "acc"});
+  ASSERT_EQ(r.code, 0) << show(r);
+
+  const std::string run = ws / "runs/acc";
+  const Csv metrics = read_csv(run + "/metrics.csv");
+  ASSERT_EQ(metrics.rows.size(), 1u) << read_file(run + "/metrics.csv");
+  EXPECT_EQ(metrics.number(0, "epoch"), 1.0);
+  // The bar: PyTorch's reference CNN reaches about 88% on the 10000 test images after a full
+  // epoch (937 batches); 150 batches reach about 80%. 75% leaves room for the differences between
+  // seeds and kernels while still failing a broken loader, normalisation or optimizer: chance is
+  // 10%, and 20 good batches already reach about 65%.
+  EXPECT_GE(metrics.number(0, "val_acc"), 0.75);
+  EXPECT_EQ(metrics.number(0, "skipped_samples"), 0.0);
+  ASSERT_TRUE(file_exists(run + "/last.pt"));
+  EXPECT_TRUE(file_exists(run + "/best.pt"));
+  // The checkpoint holds the epoch the CSV reports (the CSV rounds to 6 decimals).
+  const dl::model::CheckpointData last = dl::model::load_checkpoint(run + "/last.pt");
+  EXPECT_EQ(last.epoch, 1);
+  EXPECT_NEAR(last.val_acc, metrics.number(0, "val_acc"), 1e-6);
+  EXPECT_TRUE(contains(read_file(run + "/train.log"), "validation accuracy"))
+      << read_file(run + "/train.log");
+}
+
+// --- b. resume ---------------------------------------------------------------------------------
+
+TEST(TrainerResume, ResumedRunEndsWithTheWeightsOfAnUninterruptedOne) {
+  const std::string data = mini_fashion();
+  if (data.empty()) GTEST_SKIP() << kNoFashion;
+  TempDir ws;
+  const std::vector<std::string> common = {"--data", data, "--limit-batches", "20"};
+  auto args = [&](std::vector<std::string> more) {
+    more.insert(more.begin(), common.begin(), common.end());
+    return more;
+  };
+  const Result a = train(ws.path(), args({"--epochs", "2", "--name", "a"}));
+  ASSERT_EQ(a.code, 0) << show(a);
+  const Result b1 = train(ws.path(), args({"--epochs", "1", "--name", "b"}));
+  ASSERT_EQ(b1.code, 0) << show(b1);
+  const Result b2 = train(ws.path(), args({"--epochs", "2", "--name", "b", "--resume"}));
+  ASSERT_EQ(b2.code, 0) << show(b2);
+  EXPECT_TRUE(contains(b2.out, "resumed from")) << show(b2);
+
+  const auto ca = dl::model::load_checkpoint(ws / "runs/a/last.pt");
+  const auto cb = dl::model::load_checkpoint(ws / "runs/b/last.pt");
+  EXPECT_EQ(ca.epoch, 2);
+  EXPECT_EQ(cb.epoch, 2);
+  EXPECT_EQ(extra_int(ca, "global_step"), 40);
+  EXPECT_EQ(extra_int(cb, "global_step"), 40);
+
+  // Tolerance 1e-6 (in practice the difference is 0): both runs use the same seed and thread
+  // count, the CPU kernels are deterministic for a fixed thread count, the loader's order depends
+  // only on (seed, epoch), and the resumed run restores the weights, AdamW's moments and step
+  // counts and the learning rate of the epoch. Anything the resume loses (a moment, a step, the
+  // schedule) moves the weights by about the learning rate, 1e-3 or more.
+  ASSERT_EQ(ca.model_state.size(), cb.model_state.size());
+  for (std::size_t i = 0; i < ca.model_state.size(); ++i) {
+    const auto& [name, ta] = ca.model_state[i];
+    const auto& tb = cb.model_state[i].second;
+    ASSERT_EQ(name, cb.model_state[i].first);
+    ASSERT_EQ(ta.sizes(), tb.sizes()) << name;
+    EXPECT_LE(max_abs_diff(ta, tb), 1e-6) << name;
+  }
+  ASSERT_EQ(ca.optimizer.state.size(), cb.optimizer.state.size());
+  ASSERT_FALSE(ca.optimizer.state.empty());
+  for (const auto& [index, sa] : ca.optimizer.state) {
+    const auto& sb = cb.optimizer.state.at(index);
+    EXPECT_EQ(sa.step, 40) << "parameter " << index;
+    EXPECT_EQ(sa.step, sb.step) << "parameter " << index;
+    EXPECT_LE(max_abs_diff(sa.exp_avg, sb.exp_avg), 1e-6) << "parameter " << index;
+    EXPECT_LE(max_abs_diff(sa.exp_avg_sq, sb.exp_avg_sq), 1e-6) << "parameter " << index;
+  }
+
+  // The resumed run appended its epoch to the first part's metrics, and validated the same model.
+  const Csv mb = read_csv(ws / "runs/b/metrics.csv");
+  const Csv ma = read_csv(ws / "runs/a/metrics.csv");
+  ASSERT_EQ(mb.rows.size(), 2u) << read_file(ws / "runs/b/metrics.csv");
+  ASSERT_EQ(ma.rows.size(), 2u);
+  EXPECT_EQ(mb.number(0, "epoch"), 1.0);
+  EXPECT_EQ(mb.number(1, "epoch"), 2.0);
+  EXPECT_EQ(mb.number(1, "val_acc"), ma.number(1, "val_acc"));
+  EXPECT_EQ(mb.number(1, "lr"), ma.number(1, "lr"));
+}
+
+// --- c. TorchScript ----------------------------------------------------------------------------
+
+// The module both Python scripts import: a model for 1x28x28 images and 10 classes.
+constexpr const char* kPythonNet = R"(import torch
+from torch import nn
+import torch.nn.functional as F
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(1, 16, 3, padding=1)
+        self.fc = nn.Linear(16 * 14 * 14, 10)
+
+    def forward(self, x):
+        x = F.max_pool2d(F.relu(self.conv(x)), 2)
+        return self.fc(torch.flatten(x, 1))
+)";
+
+// Scripts Net to argv[1]. TorchScript reads the class's source, so this must run from a file.
+constexpr const char* kPythonScript = R"(import sys
+import torch
+from net import Net
+
+torch.manual_seed(0)
+torch.jit.script(Net()).save(sys.argv[1])
+)";
+
+// Loads dl-train's last.pt as a Python user would and checks it: the layout, strict loading into
+// the same class, AdamW's state, trained (not initial) weights, and the validation accuracy that
+// dl-train reported, recomputed here on the same images normalised as dl-train does (mean and
+// standard deviation of the training images; the mini set has fewer than the 5000 it measures).
+constexpr const char* kPythonCheck = R"(import sys
+import torch
+from net import Net
+
+ckpt_path, data_dir, scripted_path, steps = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+ckpt = torch.load(ckpt_path, map_location="cpu")
+assert type(ckpt) is dict, type(ckpt)
+for key in ("model_state_dict", "optimizer_state_dict", "scaler_state_dict", "epoch", "val_acc"):
+    assert key in ckpt, (key, sorted(ckpt))
+assert ckpt["epoch"] == 1, ckpt["epoch"]
+assert isinstance(ckpt["val_acc"], float), type(ckpt["val_acc"])
+assert isinstance(ckpt["scaler_state_dict"], dict), type(ckpt["scaler_state_dict"])
+
+model = Net()
+model.load_state_dict(ckpt["model_state_dict"], strict=True)
+optimizer = torch.optim.AdamW(model.parameters())
+optimizer.load_state_dict(ckpt["optimizer_state_dict"])
+found = sorted({int(s["step"]) for s in optimizer.state.values()})
+assert found == [steps], found
+
+initial = torch.jit.load(scripted_path).state_dict()
+assert any(not torch.equal(initial[k], v) for k, v in model.state_dict().items()), "untrained"
+
+model.eval()
+with torch.no_grad():
+    logits = model(torch.zeros(4, 1, 28, 28))
+assert logits.shape == (4, 10) and bool(torch.isfinite(logits).all()), logits
+
+
+def idx(name, header):
+    with open(data_dir + "/" + name, "rb") as f:
+        return torch.frombuffer(bytearray(f.read()[header:]), dtype=torch.uint8)
+
+
+pixels = idx("train-images-idx3-ubyte", 16).double() / 255
+mean, std = pixels.mean().item(), pixels.std(unbiased=False).item()
+images = idx("t10k-images-idx3-ubyte", 16).view(-1, 1, 28, 28).float()
+labels = idx("t10k-labels-idx1-ubyte", 8).long()
+with torch.no_grad():
+    predicted = model((images - 255 * mean) / (255 * std)).argmax(1)
+accuracy = (predicted == labels).double().mean().item()
+# 1% = 10 of the 1000 images: float rounding may flip a near tie or two, not more.
+assert abs(accuracy - ckpt["val_acc"]) <= 0.01, (accuracy, ckpt["val_acc"])
+print("checkpoint ok, accuracy", accuracy)
+)";
+
+TEST(TrainerTorchScript, ModelScriptedInPythonTrainsAndLoadsBackIntoPython) {
+  const std::string data = mini_fashion();
+  if (data.empty()) GTEST_SKIP() << kNoFashion;
+  if (!python_has_torch(kPython)) GTEST_SKIP() << kPython << " cannot import torch";
+  TempDir ws;
+  write_file(ws / "net.py", kPythonNet);
+  write_file(ws / "script_net.py", kPythonScript);
+  write_file(ws / "check_checkpoint.py", kPythonCheck);
+  const std::string scripted = ws / "net.pt";
+  const Result made = run({kPython, ws / "script_net.py", scripted});
+  ASSERT_EQ(made.code, 0) << show(made);
+
+  const Result r = train(ws.path(), {"--data", data, "--model", scripted, "--epochs", "1",
+                                     "--limit-batches", "60", "--name", "ts"});
+  ASSERT_EQ(r.code, 0) << show(r);
+  const Csv metrics = read_csv(ws / "runs/ts/metrics.csv");
+  ASSERT_EQ(metrics.rows.size(), 1u);
+  // Chance is 10%; 60 batches of this small network reach about 80%.
+  EXPECT_GT(metrics.number(0, "val_acc"), 0.5);
+
+  const Result checked =
+      run({kPython, ws / "check_checkpoint.py", ws / "runs/ts/last.pt", data, scripted, "60"});
+  EXPECT_EQ(checked.code, 0) << show(checked);
+  EXPECT_TRUE(contains(checked.out, "checkpoint ok")) << show(checked);
+}
+
+// --- d. bad input ------------------------------------------------------------------------------
+
+class TrainerBadInput : public ::testing::Test {
+ protected:
+  // The failure a user should see: the exit code, exactly one error line that names what was
+  // wrong, and neither an internal error nor an uncaught exception.
+  static void expect_clean_failure(const Result& r, int code,
+                                   const std::vector<std::string>& mentions) {
+    EXPECT_EQ(r.code, code) << show(r);
+    EXPECT_EQ(r.signal, 0) << show(r);
+    EXPECT_TRUE(log_lines(r.out, "critical").empty()) << show(r);
+    EXPECT_FALSE(contains(r.out + r.err, "terminate called")) << show(r);
+    const std::vector<std::string> errors = log_lines(r.out, "error");
+    ASSERT_EQ(errors.size(), 1u) << show(r);
+    for (const std::string& m : mentions) {
+      EXPECT_TRUE(contains(errors[0], m)) << "'" << m << "' not in: " << errors[0];
+    }
+  }
+
+  TempDir ws;
+};
+
+TEST_F(TrainerBadInput, MissingDataPathExits66NamingIt) {
+  const std::string missing = ws / "no-such-data";
+  const Result r = train(ws.path(), {"--data", missing, "--epochs", "1", "--name", "x"});
+  expect_clean_failure(r, kMissing, {missing});
+}
+
+TEST_F(TrainerBadInput, TruncatedIdxImagesExit65NamingTheFile) {
+  const std::string dir = ws.path();
+  write_synthetic_idx(dir, 10, 10);  // a valid set of 10 + 10 images, then the training pair cut
+  // The header declares 100 images of 28x28 (and 100 labels); the file holds the bytes of 10.
+  const std::string ten = read_file(dir + "/train-images-idx3-ubyte").substr(16);
+  write_idx_images(dir + "/train-images-idx3-ubyte", 100, 28, 28, ten);
+  write_idx_labels(dir + "/train-labels-idx1-ubyte", std::vector<std::uint8_t>(100, 3));
+
+  const Result r = train(ws.path(), {"--data", dir, "--epochs", "1", "--name", "x"});
+  expect_clean_failure(r, kBadData, {dir + "/train-images-idx3-ubyte", "truncated"});
+}
+
+TEST_F(TrainerBadInput, EmptyClassFolderExits65NamingIt) {
+  const std::string root = ws / "images";
+  fs::create_directories(root + "/cats");
+  fs::create_directories(root + "/dogs");
+  write_bmp(root + "/cats/1.bmp", 16, 16, [](int x, int) { return x < 8 ? 0xffffffu : 0u; });
+  const Result r = train(ws.path(), {"--data", root, "--epochs", "1", "--name", "x"});
+  expect_clean_failure(r, kBadData, {root + "/dogs", "without images"});
+}
+
+TEST_F(TrainerBadInput, UnknownModelExits64NamingIt) {
+  write_synthetic_idx(ws.path(), 128, 16);
+  const Result r = train(
+      ws.path(), {"--data", ws.path(), "--model", "resnet19", "--epochs", "1", "--name", "x"});
+  expect_clean_failure(r, kUsage, {"resnet19"});
+}
+
+TEST_F(TrainerBadInput, ZeroEpochsExits64) {
+  const Result r = train(ws.path(), {"--epochs", "0", "--name", "x"});
+  expect_clean_failure(r, kUsage, {"epochs", "'0'"});
+  // Refused while reading the options: nothing was created.
+  EXPECT_FALSE(file_exists(ws / "runs"));
+}
+
+TEST_F(TrainerBadInput, UnwritableRunDirectoryExits73NamingIt) {
+  write_synthetic_idx(ws.path(), 128, 16);
+  const Result r =
+      train(ws.path(), {"--data", ws.path(), "--epochs", "1"}, {{"DL_RUN_DIR", "/proc/dl-test/x"}});
+  expect_clean_failure(r, kCantWrite, {"/proc/dl-test/x"});
+}
+
+TEST_F(TrainerBadInput, DivergingLossStopsWithExit80) {
+  // An absurd learning rate without clipping: the loss overflows within a few batches.
+  write_synthetic_idx(ws.path(), 640, 64);
+  const Result r = train(ws.path(), {"--data", ws.path(), "--epochs", "1", "--limit-batches", "5",
+                                     "--lr", "100000", "--clip-norm", "0", "--name", "nan"});
+  expect_clean_failure(r, kDiverged, {"loss became", "none yet"});
+  // Stopped before writing a checkpoint of the diverged weights.
+  EXPECT_FALSE(file_exists(ws / "runs/nan/last.pt"));
+  EXPECT_FALSE(file_exists(ws / "runs/nan/metrics.csv"));
+}
+
+// --- e. undecodable images ---------------------------------------------------------------------
+
+// An ImageFolder of 2 classes x 12 BMP images of 32x32 in train/ (and 2 x 2 in val/), plus one
+// file with a .jpg name and no image in it. With batches of 5 the 25 training files are exactly 5
+// batches, so the broken file is always read in the epoch.
+class TrainerBadImages : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const std::string root = ws / "images";
+    for (const char* dir : {"/train/bars", "/train/stripes", "/val/bars", "/val/stripes"}) {
+      fs::create_directories(root + dir);
+    }
+    for (const char* split : {"train", "val"}) {
+      const int count = std::string(split) == "train" ? 12 : 2;
+      for (int i = 0; i < count; ++i) {
+        const std::string name = "/" + std::to_string(i) + ".bmp";
+        // Vertical bars and horizontal stripes, shifted per image.
+        write_bmp(root + "/" + split + "/bars" + name, 32, 32,
+                  [i](int x, int) { return (x + i) % 8 < 4 ? 0xf0f0f0u : 0x101010u; });
+        write_bmp(root + "/" + split + "/stripes" + name, 32, 32,
+                  [i](int, int y) { return (y + i) % 8 < 4 ? 0xe0c020u : 0x2040a0u; });
+      }
+    }
+    std::string noise(2000, '\0');
+    std::uint32_t state = 7;
+    for (char& c : noise) {
+      state = state * 1103515245u + 12345u;
+      c = static_cast<char>(state >> 23);
+    }
+    write_file(root + "/train/bars/broken.jpg", noise);
+  }
+
+  Result train_images(const std::string& max_bad, const std::string& name) {
+    return train(ws.path(),
+                 {"--data", ws / "images", "--image-size", "32", "--model", "cnn", "--epochs", "1",
+                  "--batch-size", "5", "--max-bad-fraction", max_bad, "--name", name});
+  }
+
+  TempDir ws;
+};
+
+TEST_F(TrainerBadImages, SkippedAndCountedWithinTheTolerance) {
+  const Result r = train_images("0.2", "tolerant");
+  if (contains(r.out, "needs OpenCV")) GTEST_SKIP() << "dl-train was built without OpenCV";
+  ASSERT_EQ(r.code, 0) << show(r);
+  const std::vector<std::string> warnings = log_lines(r.out, "warning");
+  EXPECT_TRUE(std::any_of(warnings.begin(), warnings.end(), [](const std::string& l) {
+    return contains(l, "1 sample(s) could not be decoded and were skipped this epoch (4.00%)");
+  })) << show(r);
+  EXPECT_TRUE(contains(read_file(ws / "runs/tolerant/train.log"), "1 undecodable sample(s)"));
+  const Csv metrics = read_csv(ws / "runs/tolerant/metrics.csv");
+  ASSERT_EQ(metrics.rows.size(), 1u);
+  EXPECT_EQ(metrics.number(0, "skipped_samples"), 1.0);
+}
+
+TEST_F(TrainerBadImages, AboveTheToleranceExits65NamingTheData) {
+  const Result r = train_images("0.01", "strict");
+  if (contains(r.out, "needs OpenCV")) GTEST_SKIP() << "dl-train was built without OpenCV";
+  EXPECT_EQ(r.code, kBadData) << show(r);
+  const std::vector<std::string> errors = log_lines(r.out, "error");
+  ASSERT_EQ(errors.size(), 1u) << show(r);
+  EXPECT_TRUE(contains(errors[0], ws / "images")) << errors[0];
+  EXPECT_TRUE(contains(errors[0], "1 of 25 samples could not be decoded")) << errors[0];
+  EXPECT_FALSE(file_exists(ws / "runs/strict/last.pt"));
+}
+
+// --- f. stop signal ----------------------------------------------------------------------------
+
+TEST(TrainerStop, SigtermMidEpochSavesTheWeightsAndExits143) {
+  const std::string data = mini_fashion();
+  if (data.empty()) GTEST_SKIP() << kNoFashion;
+  TempDir ws;
+  // 64 batches an epoch, 5 epochs: the signal arrives long before the run could end by itself.
+  Process p(in_directory(ws.path(), train_argv({"--data", data, "--epochs", "5", "--log-every",
+                                                "20", "--name", "stop"})));
+  // The progress line of batch 20 ("epoch 1/5 batch 20/64 loss ..."): training is under way.
+  ASSERT_TRUE(wait_for_output(p, " batch 20/", kRunTimeout)) << p.out();
+  p.send_signal(SIGTERM);
+  const Result r = p.wait(kRunTimeout);
+  EXPECT_EQ(r.code, 128 + SIGTERM) << show(r);
+  EXPECT_EQ(r.signal, 0) << "killed by the signal instead of saving and exiting: " << show(r);
+
+  const std::string last = ws / "runs/stop/last.pt";
+  ASSERT_TRUE(file_exists(last)) << show(r);
+  const dl::model::CheckpointData c = dl::model::load_checkpoint(last);
+  // Saved as "no epoch completed", so --resume repeats epoch 1 from these weights.
+  EXPECT_EQ(c.epoch, 0);
+  EXPECT_EQ(extra_int(c, "interrupted_in_epoch"), 1);
+  const std::int64_t after = extra_int(c, "interrupted_after_batches");
+  EXPECT_GE(after, 20);
+  EXPECT_LT(after, 64) << "the epoch ran to its end instead of stopping at the signal";
+  EXPECT_EQ(extra_int(c, "global_step"), after);
+  EXPECT_TRUE(contains(r.out, "received in epoch 1 after " + std::to_string(after) + " batches"))
+      << show(r);
+}
+
+// --- g. dl-launch ------------------------------------------------------------------------------
+
+TEST(LauncherStartsTrainer, DlTrainRunsWithThePlanInTheWorkspace) {
+  if (fashion_mnist_dir().empty()) GTEST_SKIP() << kNoFashion;
+  TempDir ws;
+  // The workspace's own data/: what dl-train trains on when no --data is given.
+  fs::create_directories(ws / "data");
+  write_fashion_subset(ws / "data", 2048, 500);
+  // No --trainer and no command: dl-launch finds dl-train beside itself in the build tree
+  // (launcher/../trainer/dl-train). NVML is absent, so the plan is for this machine's CPUs.
+  Process p({kLaunch, "--workspace", ws.path(), "--name", "L", "--epochs", "1", "--limit-batches",
+             "30", "--monitor-every", "0", "--nvml-library", "/nonexistent"},
+            {}, kSchedulerVars);
+  const Result r = p.wait(kRunTimeout);
+  ASSERT_EQ(r.code, 0) << show(r);
+
+  const std::string run = ws / "runs/L";
+  ASSERT_TRUE(file_exists(run + "/plan.json")) << show(r);
+  EXPECT_TRUE(file_exists(run + "/last.pt"));
+  const Csv metrics = read_csv(run + "/metrics.csv");
+  EXPECT_EQ(metrics.rows.size(), 1u) << show(r);
+
+  const std::string plan = read_file(run + "/plan.json");
+  const auto threads = plan_value(plan, "threads");
+  const auto workers = plan_value(plan, "workers");
+  ASSERT_TRUE(threads && workers) << plan;
+  const std::string log = read_file(run + "/train.log");
+  EXPECT_TRUE(contains(log, "on cpu, " + std::to_string(*threads) + " threads, " +
+                                std::to_string(*workers) + " workers"))
+      << "plan: " << *threads << " threads, " << *workers << " workers\n"
+      << log;
+  // The workspace is the trainer's working directory: it found data/ there.
+  EXPECT_TRUE(contains(log, "data: data (2048 training, 500 validation samples")) << log;
+}
+
+}  // namespace
+}  // namespace dltest
