@@ -1,7 +1,11 @@
 // dl-train's command line and settings.
 #include "train/config.h"
 
+#include <unistd.h>
+
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <ctime>
 #include <limits>
 #include <sstream>
@@ -62,6 +66,17 @@ ParsedArgs parse_train_args(int argc, const char* const argv[]) {
 
   c.data = s.get("data");
   if (s.has("model")) c.model = s.get("model");
+  // Checked here, before a run directory exists, so a typo leaves nothing behind.
+  const bool scripted = c.model.size() > 3 && c.model.compare(c.model.size() - 3, 3, ".pt") == 0;
+  if (!scripted && c.model != "cnn" && c.model != "resnet18" && c.model != "resnet34" &&
+      c.model != "resnet50") {
+    settings::bad_value(s.source("model"), c.model,
+                        "cnn, resnet18, resnet34, resnet50 or a TorchScript file (.pt)");
+  }
+  if (scripted && access(c.model.c_str(), R_OK) != 0) {
+    throw UserError(exit_code::kMissing, s.source("model") + ": TorchScript file " + c.model +
+                                             " cannot be read (" + std::strerror(errno) + ")");
+  }
   if (auto v = s.integer("epochs", 1, 100000, false)) c.epochs = static_cast<int>(*v);
   if (auto v = s.integer("batch-size", 1, 1 << 24, false)) c.batch_size = static_cast<int>(*v);
   if (auto v = s.real("lr", 0.0, 1e6)) c.lr = *v;

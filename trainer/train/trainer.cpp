@@ -321,6 +321,11 @@ int run_training(const TrainConfig& config) {
             "{} received in epoch {} after {} batches: saved {}; --resume repeats the "
             "epoch from there",
             strsignal(sig), epoch + 1, index, last_path);
+      } else {
+        spdlog::warn(
+            "{} received in epoch {}, whose loss is {}: these weights are not saved; {} "
+            "keeps the last good epoch",
+            strsignal(sig), epoch + 1, loss_now, last_path);
       }
       return 128 + sig;
     }
