@@ -32,7 +32,10 @@ po::options_description make_launch() {
     ("input-shape", po::value<std::string>(), "one sample's shape CxHxW, or auto (planning uses it)")
     ("grace-period", po::value<std::string>(), "seconds between forwarding a stop signal and killing (default 30)")
     ("trainer", po::value<std::string>(), "the default program (default dl-train)")
-    ("nvml-library", po::value<std::string>(), "NVML library to load (default libnvidia-ml.so.1)");
+    ("nvml-library", po::value<std::string>(), "NVML library to load (default libnvidia-ml.so.1)")
+    ("memory-budget", po::value<std::string>(), "memory the batch-size search may plan for, e.g. 6GiB or 512MiB (default: free GPU memory minus the margin; on CPU the usable RAM)")
+    ("memory-margin", po::value<std::string>(), "share of free GPU memory kept back by the batch-size search (default 0.1)")
+    ("retune", po::value<std::string>()->implicit_value("true"), "search the batch size again instead of using the workspace's cached answer");
   // clang-format on
   return d;
 }
@@ -53,6 +56,11 @@ po::options_description make_train() {
     ("log-every", po::value<std::string>(), "batches between log lines (default 100)")
     ("monitor-every", po::value<std::string>(), "seconds between resource reports, 0 for none (default 30)")
     ("max-bad-fraction", po::value<std::string>(), "undecodable samples tolerated before failing (default 0.01)")
+    ("loss-scale", po::value<std::string>(), "fp16 GradScaler initial scale (default 65536)")
+    ("loss-scale-growth", po::value<std::string>(), "GradScaler growth factor (default 2.0)")
+    ("loss-scale-backoff", po::value<std::string>(), "GradScaler backoff factor (default 0.5)")
+    ("loss-scale-interval", po::value<std::string>(), "clean steps before the GradScaler grows the scale (default 2000)")
+    ("probe-batch", po::value<std::string>(), "probe mode: run a few training steps at this batch size on synthetic data and print peak memory as JSON")
     ("limit-batches", po::value<std::string>(), "train on at most this many batches per epoch, 0 for all (default 0)")
     ("resume", po::value<std::string>()->implicit_value("true"), "continue from the run's last.pt (--resume, or true/false)");
   // clang-format on
