@@ -5,6 +5,7 @@
 
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
+#include <sys/stat.h>
 
 #include <cstdio>
 #include <ctime>
@@ -12,6 +13,8 @@
 #include <iostream>
 #include <optional>
 
+#include "batch_cache.h"
+#include "batch_tuner.h"
 #include "command.h"
 #include "data_location.h"
 #include "errors.h"
@@ -22,6 +25,7 @@
 #include "report.h"
 #include "supervisor.h"
 #include "system_host.h"
+#include "text.h"
 #include "version.h"
 #include "workspace.h"
 
@@ -42,6 +46,69 @@ bool passes_batches_through_shm(const std::vector<std::string>& argv) {
   const std::string exe = argv[0].substr(argv[0].rfind('/') + 1);
   if (exe.rfind("python", 0) == 0 || exe == "torchrun") return true;
   return ends_with(exe, ".py");
+}
+
+// What the batch-size search's answer depends on, as far as the launcher can tell before probing.
+BatchCacheKey cache_key(const LaunchOptions& opts, const Launch& l) {
+  BatchCacheKey k;
+  k.model = opts.model;
+  if (ends_with(opts.model, ".pt")) {
+    // A TorchScript file scripted again under the same name is another model.
+    const std::string path = opts.model[0] == '/' ? opts.model : l.workspace + "/" + opts.model;
+    struct stat st {};
+    if (stat(path.c_str(), &st) == 0) {
+      k.model += " (" + std::to_string(st.st_size) + " bytes, modified " +
+                 std::to_string(st.st_mtime) + ")";
+    }
+  }
+  if (!opts.input_shape.empty()) {
+    k.input = opts.input_shape;
+  } else if (!opts.data.empty()) {
+    k.input = "data " + opts.data;
+  } else if (holds_data_set(l.workspace + "/data")) {
+    k.input = "data " + l.workspace + "/data";
+  } else {
+    k.input = "Fashion-MNIST 1x28x28";
+  }
+  if (!opts.image_size.empty()) k.input += " at image-size " + opts.image_size;
+  k.precision = l.plan.precision.value;
+  const std::string& device = l.plan.device.value;
+  k.device = device == "cpu" ? "cpu" : "cuda";
+  if (device != "cpu") {
+    const auto& gpu = l.facts.gpu.gpus.at(std::stoul(device.substr(5)));
+    k.gpu = gpu.name + ", " + std::to_string(gpu.total_bytes) + " bytes";
+  }
+  const Request& r = l.request;
+  if (r.memory_budget) {
+    k.budget = std::to_string(r.memory_budget->value) + " bytes";
+  } else {
+    k.budget =
+        device == "cpu" ? "usable RAM" : "free memory less " + format_number(r.memory_margin.value);
+  }
+  return k;
+}
+
+// The cached answer, or a search by probes of dl-train with the environment it would train in.
+BatchSearchRecord search_batch_size(const LaunchOptions& opts, const Launch& l) {
+  TuneRequest t;
+  t.probe.trainer = l.command;
+  t.probe.workspace = l.workspace;
+  // Everything training gets, but DL_BATCH_SIZE is each probe's own batch (batch_probe.cpp): the
+  // first plan's would be a meaningless value that changes with the plan, and so would the probes'
+  // environment (and, by a few MiB, their heap layout and resident memory) between the search and
+  // a later probe of its answer.
+  for (const auto& [name, value] : l.env) {
+    if (name != "DL_BATCH_SIZE") t.probe.env.emplace_back(name, value);
+  }
+  const Choice<std::uint64_t> budget = batch_search_budget(l.facts, l.request, l.plan.device.value);
+  t.search.budget_bytes = budget.value;
+  t.budget_reason = budget.reason;
+  if (l.request.samples && l.request.samples->value > 0) {
+    t.search.max_batch = l.request.samples->value;
+  }
+  t.key = cache_key(opts, l);
+  t.use_cache = !opts.retune;
+  return tune_batch_size(t);
 }
 
 void setup_logging() {
@@ -81,6 +148,13 @@ int run(int argc, const char* const argv[]) {
 
   Request& req = opts.request;
   req.shm_batches = passes_batches_through_shm(launch.command);
+  if (!default_program) {
+    req.probe_unavailable = "the program is " + launch.command[0] + ", not dl-train";
+  } else if (missing_trainer) {
+    req.probe_unavailable = "dl-train was not found";
+  } else {
+    req.probe_unavailable.clear();
+  }
   if (default_program && !opts.data_given && !holds_data_set(launch.workspace + "/data")) {
     if (!req.samples) req.samples = Sourced<std::int64_t>{kDefaultDataSamples, "Fashion-MNIST"};
     if (req.sample_bytes.source == Request{}.sample_bytes.source) {
@@ -97,6 +171,24 @@ int run(int argc, const char* const argv[]) {
   launch.forwarded = opts.trainer_env;
   if (launch.config_file) launch.forwarded.emplace_back("DL_CONFIG", *launch.config_file);
   launch.env = child_environment(launch);
+  if (wants_batch_search(req, launch.plan.device.value)) {
+    // Probes get the environment training would get (the first plan's threads, device and
+    // precision); the chosen batch then re-plans the workers, which depend on it.
+    std::optional<BatchSearchRecord> searched;
+    std::optional<std::string> probe_failure;
+    try {
+      searched = search_batch_size(opts, launch);
+    } catch (const UserError& e) {
+      // dl-train refused its input: training would refuse it too. A dry run still shows the plan.
+      if (!opts.dry_run) throw;
+      req.probe_unavailable = "its probe failed";
+      launch.request = req;
+      probe_failure = e.what();
+    }
+    launch.plan = make_plan(launch.facts, req, searched ? &*searched : nullptr);
+    if (probe_failure) launch.plan.warnings.push_back(*probe_failure);
+    launch.env = child_environment(launch);
+  }
   if (missing_trainer) launch.plan.warnings.push_back(*missing_trainer);
 
   if (opts.json) {
@@ -108,7 +200,13 @@ int run(int argc, const char* const argv[]) {
     return exit_code::kOk;
   }
 
+  // The search's answer is kept for the next start with the same model, input and device.
+  auto& search = launch.plan.batch_search;
+  if (search && !search->cached) search->cache_written = true;
   std::cout << render_text(launch, false) << std::flush;
+  if (search && search->cache_written) {
+    store_batch_cache(search->cache_file, search->cache_key, *search);
+  }
   create_run_dir(launch.workspace, launch.run_name);
   write_file_atomic(launch.run_dir + "/plan.json", render_json(launch));
 

@@ -2,15 +2,24 @@
 // still run out of memory later); Accelerate retries at 0.9x on each OOM. Here a linear model of
 // memory from two probes predicts the answer directly, a probe verifies it, a refit from the two
 // largest fitting probes refines it, and a failed prediction steps down by 5%: within 5% of the
-// true largest batch in at most 6 probes on linear, stepped and noisy curves.
+// true largest batch in at most 6 probes on linear, stepped and noisy curves. Where probes remain
+// and it gains more than 2%, the next size up is checked too, so that on the bumpy curves of a
+// CPU process's resident memory the answer's neighbour is known not to fit.
 #include "batch_search.h"
 
 #include <algorithm>
 #include <cmath>
 #include <optional>
 
+#include "text.h"
+
 namespace dl {
 namespace {
+
+std::string signed_bytes(double bytes) {
+  const std::string magnitude = format_bytes(static_cast<std::uint64_t>(std::fabs(bytes)));
+  return bytes < 0 ? "-" + magnitude : magnitude;
+}
 
 std::int64_t round_down(std::int64_t b, std::int64_t multiple) {
   return b >= multiple && multiple > 1 ? b / multiple * multiple : b;
@@ -49,11 +58,18 @@ class Search {
     const double fixed = static_cast<double>(a.peak_bytes) - slope * static_cast<double>(a.batch);
     result.fixed_bytes = fixed;
     result.per_sample_bytes = slope;
-    if (slope <= 0)
-      return o_.max_batch > 0 ? std::optional<std::int64_t>(o_.max_batch) : std::nullopt;
+    if (slope <= 0) return std::nullopt;  // noise between close probes, or flat memory
     const double b_max = (static_cast<double>(o_.budget_bytes) - fixed) / slope;
     if (b_max >= 9e15) return std::nullopt;
     return cap(round_down(static_cast<std::int64_t>(std::floor(b_max)), o_.multiple));
+  }
+
+  const ProbeResult* smallest_fitting() const {
+    const ProbeResult* best = nullptr;
+    for (const auto& t : result.trials) {
+      if (ok(t) && (best == nullptr || t.batch < best->batch)) best = &t;
+    }
+    return best;
   }
 
   const ProbeResult* largest_fitting(std::int64_t below_batch = INT64_MAX) const {
@@ -64,6 +80,26 @@ class Search {
     return best;
   }
 
+  // Least squares through the probes that measured a peak; returns how many there were.
+  int fit_all() {
+    double n = 0, sx = 0, sy = 0, sxx = 0, sxy = 0;
+    for (const auto& t : result.trials) {
+      if (t.out_of_memory || !t.error.empty()) continue;
+      const double x = static_cast<double>(t.batch), y = static_cast<double>(t.peak_bytes);
+      n += 1;
+      sx += x;
+      sy += y;
+      sxx += x * x;
+      sxy += x * y;
+    }
+    const double d = n * sxx - sx * sx;
+    if (n >= 2 && d > 0) {
+      result.per_sample_bytes = (n * sxy - sx * sy) / d;
+      result.fixed_bytes = (sy - result.per_sample_bytes * sx) / n;
+    }
+    return static_cast<int>(n);
+  }
+
   SearchResult result;
 
  private:
@@ -72,6 +108,12 @@ class Search {
 };
 
 }  // namespace
+
+std::string trial_outcome(const ProbeResult& t, std::uint64_t budget_bytes) {
+  if (!t.error.empty()) return "error: " + t.error;
+  if (t.out_of_memory) return "out of memory";
+  return t.peak_bytes <= budget_bytes ? "fits" : "over budget";
+}
 
 SearchResult search_batch(const ProbeFn& probe, const SearchOptions& o) {
   Search s(probe, o);
@@ -130,6 +172,10 @@ SearchResult search_batch(const ProbeFn& probe, const SearchOptions& o) {
     }
     std::optional<std::int64_t> next =
         over != nullptr ? s.predict(*top, *over) : s.predict(*below, *top);
+    // Two close probes can measure the same peak, or a falling one (a process's resident memory
+    // moves with the heap's layout): the line through the smallest and the largest fitting
+    // probes is steadier.
+    if (!next) next = s.predict(*s.smallest_fitting(), *top);
     if (!next) {
       if (o.max_batch > 0 && failed == INT64_MAX)
         next = o.max_batch;  // memory does not grow
@@ -145,8 +191,17 @@ SearchResult search_batch(const ProbeFn& probe, const SearchOptions& o) {
       const std::int64_t rounded = round_down(mid, o.multiple);
       next = rounded > answer ? rounded : mid;
     }
-    // Not worth a probe for less than 2% more.
-    if (*next <= answer || (*next - answer) * 50 < answer) break;
+    if (*next <= answer || (*next - answer) * 50 < answer) {
+      // The line sees nothing more, but memory curves are not exactly lines (a process's resident
+      // memory moves by a few percent with its heap's layout): between the answer and a size
+      // that failed, bisect on the grid; with no failure yet, check the next size up. Not for 2%
+      // or less (not worth a probe).
+      const std::int64_t step = answer >= o.multiple && o.multiple > 1 ? o.multiple : 1;
+      std::int64_t up = round_down(answer, step) + step;
+      if (failed != INT64_MAX) up = std::max(up, round_down((answer + failed) / 2, step));
+      if (up >= failed || (up - answer) * 50 <= answer || s.cap(up) != up) break;
+      next = up;
+    }
     if (s.fits(*next)) {
       answer = *next;
     } else {
@@ -154,10 +209,12 @@ SearchResult search_batch(const ProbeFn& probe, const SearchOptions& o) {
     }
   }
   s.result.batch = answer;
-  s.result.reason = "fit " + std::to_string(static_cast<long long>(s.result.per_sample_bytes)) +
-                    " bytes/sample + " +
-                    std::to_string(static_cast<long long>(s.result.fixed_bytes)) +
-                    " fixed; verified by probing";
+  // For the record, the line through every measured probe (least squares), not only the last
+  // secant: what the model costs before the first sample, and what each sample adds.
+  const int measured = s.fit_all();
+  s.result.reason = "memory ~ " + signed_bytes(s.result.fixed_bytes) + " + " +
+                    signed_bytes(s.result.per_sample_bytes) + " per sample (fit over " +
+                    std::to_string(measured) + " probes); the answer verified by probing";
   return s.result;
 }
 

@@ -37,6 +37,9 @@ struct SearchResult {
 
 using ProbeFn = std::function<ProbeResult(std::int64_t batch)>;
 
+// How a trial went against the budget: "fits", "over budget", "out of memory" or "error: ...".
+std::string trial_outcome(const ProbeResult& trial, std::uint64_t budget_bytes);
+
 // Never calls `probe` more than options.max_probes times. A probe "fits" when it did not run out
 // of memory and its peak is within the budget.
 SearchResult search_batch(const ProbeFn& probe, const SearchOptions& options);

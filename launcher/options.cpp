@@ -6,7 +6,10 @@
 #include <unistd.h>
 
 #include <boost/program_options.hpp>
+#include <cctype>
 #include <cerrno>
+#include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <limits>
@@ -83,6 +86,38 @@ Sourced<int> as_int(const settings::Layers& s, const std::string& key, long long
 
 }  // namespace
 
+std::optional<std::uint64_t> parse_memory_size(const std::string& text) {
+  const std::string t = trim(text);
+  std::size_t i = 0;
+  while (i < t.size() && (is_digit(t[i]) || t[i] == '.')) ++i;
+  const std::string number = t.substr(0, i);
+  if (number.find_first_of("0123456789") == std::string::npos ||
+      number.find('.') != number.rfind('.')) {
+    return std::nullopt;
+  }
+  std::string unit;
+  for (char c : trim(t.substr(i))) {
+    unit += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  }
+  // "", "b": bytes; "g", "gi", "gib": 1024^3 (Docker's and Kubernetes' binary units); "gb":
+  // 1000^3 (SI). Likewise for k, m and t.
+  double scale = 0;
+  if (unit.empty() || unit == "b") scale = 1;
+  const std::string prefixes = "kmgt";
+  const auto p = unit.empty() ? std::string::npos : prefixes.find(unit[0]);
+  if (p != std::string::npos) {
+    const std::string rest = unit.substr(1);
+    const double power = static_cast<double>(p + 1);
+    if (rest.empty() || rest == "i" || rest == "ib") scale = std::pow(1024.0, power);
+    if (rest == "b") scale = std::pow(1000.0, power);
+  }
+  // A fraction of a byte is no size: plain bytes are whole.
+  if (scale == 0 || (scale == 1 && number.find('.') != std::string::npos)) return std::nullopt;
+  const double bytes = std::strtod(number.c_str(), nullptr) * scale;
+  if (!(bytes >= 1.0) || bytes >= 18446744073709551616.0) return std::nullopt;
+  return static_cast<std::uint64_t>(bytes);
+}
+
 std::string env_to_option(const std::string& variable) {
   return settings::env_to_key(variable);
 }
@@ -142,13 +177,21 @@ LaunchOptions parse_options(int argc, const char* const argv[]) {
   Request& r = opts.request;
   if (auto w = s.integer("workers", 0, 100000, true)) r.workers = as_int(s, "workers", *w);
   if (auto t = s.integer("threads", 1, 100000, true)) r.threads = as_int(s, "threads", *t);
-  if (s.has("batch-size")) {
-    if (s.get("batch-size") == "auto") {
-      settings::bad_value(s.source("batch-size"), "auto",
-                          "a whole number >= 1 (the batch-size search is not available)");
-    }
-    r.batch_size = as_int(s, "batch-size", *s.integer("batch-size", 1, 10000000, false));
+  if (auto b = s.integer("batch-size", 1, 10000000, true)) {
+    r.batch_size = as_int(s, "batch-size", *b);
   }
+  if (s.has("memory-budget")) {
+    const auto bytes = parse_memory_size(s.get("memory-budget"));
+    if (!bytes) {
+      settings::bad_value(s.source("memory-budget"), s.get("memory-budget"),
+                          "a memory size such as 6GiB, 512MiB, 2G or a number of bytes");
+    }
+    r.memory_budget = Sourced<std::uint64_t>{*bytes, s.source("memory-budget")};
+  }
+  if (auto m = s.real("memory-margin", 0.0, 0.9)) {
+    r.memory_margin = {*m, s.source("memory-margin")};
+  }
+  if (auto retune = s.flag("retune")) opts.retune = *retune;
   r.precision = {s.one_of("precision", {"auto", "fp32", "fp16", "bf16"}, "auto"),
                  s.source("precision")};
   r.device = {device_value(s), s.source("device")};
@@ -172,6 +215,12 @@ LaunchOptions parse_options(int argc, const char* const argv[]) {
     }
   }
   opts.data_given = s.has("data");
+  opts.data = s.get("data");
+  if (s.has("model")) opts.model = s.get("model");
+  if (s.has("image-size") && s.get("image-size") != "auto") opts.image_size = s.get("image-size");
+  if (s.has("input-shape") && s.get("input-shape") != "auto") {
+    opts.input_shape = s.get("input-shape");
+  }
   if (s.has("trainer")) opts.trainer = s.get("trainer");
   if (s.has("nvml-library")) opts.nvml_library = s.get("nvml-library");
 

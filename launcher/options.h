@@ -2,6 +2,7 @@
 // defaults < the workspace's config file < DL_* environment < command line.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <utility>
@@ -25,6 +26,12 @@ struct LaunchOptions {
   std::string nvml_library;
   std::vector<std::string> command;  // after "--"; empty: the trainer
   bool data_given = false;           // the `data` setting names the training data
+  bool retune = false;               // search the batch size even when the cache has an answer
+  // Training settings the batch-size cache is keyed by (what the probe measures depends on them).
+  std::string model = "cnn";
+  std::string data;         // the `data` setting, "" when not given
+  std::string image_size;   // the `image-size` setting, "" when not given or auto
+  std::string input_shape;  // the `input-shape` setting, "" when not given or auto
   // Training settings from the command line, as DL_* variables for the program.
   std::vector<std::pair<std::string, std::string>> trainer_env;
 };
@@ -38,6 +45,12 @@ LaunchOptions parse_options(int argc, const char* const argv[]);
 
 // --help text.
 std::string usage_text();
+
+// A memory size: plain bytes ("1048576", "1048576B"), or a number with a unit, case-insensitive,
+// a space allowed: K, M, G, T and KiB, MiB, GiB, TiB (and Ki, Mi, ...) are binary, as Docker's
+// --memory counts them; KB, MB, GB, TB are decimal (SI). "6GiB", "512 MiB", "2g", "1.5GiB".
+// nullopt for anything else, for zero, and for 2^64 bytes or more.
+std::optional<std::uint64_t> parse_memory_size(const std::string& text);
 
 // Maps "DL_BATCH_SIZE" to "batch-size" when that is an option settable from the environment.
 std::string env_to_option(const std::string& variable);

@@ -3,6 +3,7 @@
 #include "plan.h"
 
 #include <algorithm>
+#include <cmath>
 #include <string>
 
 #include "errors.h"
@@ -89,7 +90,7 @@ Choice<std::string> plan_precision(const Facts& facts, const Request& req,
   return {asked, from(req.precision.source)};
 }
 
-Choice<int> plan_workers(const Facts& facts, const Request& req,
+Choice<int> plan_workers(const Facts& facts, const Request& req, int batch_size,
                          std::vector<std::string>* warnings) {
   const int cores = facts.cpu.usable;
   if (req.workers) {
@@ -111,8 +112,7 @@ Choice<int> plan_workers(const Facts& facts, const Request& req,
 
   // Never more workers than the host can feed: their memory, their batches in /dev/shm, and the
   // batches an epoch has.
-  const std::uint64_t batch_bytes =
-      static_cast<std::uint64_t>(req.batch_size.value) * req.sample_bytes.value;
+  const std::uint64_t batch_bytes = static_cast<std::uint64_t>(batch_size) * req.sample_bytes.value;
   const std::uint64_t per_worker_ram =
       kPrefetchPerWorker * batch_bytes + (req.shm_batches ? kPythonWorkerBytes : 0);
   const std::uint64_t ram_budget = facts.memory.usable / kLoaderRamShareDiv;
@@ -137,14 +137,90 @@ Choice<int> plan_workers(const Facts& facts, const Request& req,
     }
   }
   if (req.samples && req.samples->value > 0) {
-    const std::int64_t batches =
-        std::max<std::int64_t>(1, req.samples->value / req.batch_size.value);
+    const std::int64_t batches = std::max<std::int64_t>(1, req.samples->value / batch_size);
     if (batches < c.value) {
       c.value = static_cast<int>(batches);
       c.reason += "; capped at " + std::to_string(batches) + " batches per epoch";
     }
   }
   return c;
+}
+
+std::string percent(double share) {
+  return format_number(std::round(share * 1000.0) / 10.0) + "%";
+}
+
+[[noreturn]] void nothing_fits(const Request& req, const BatchSearchRecord& s) {
+  const ProbeResult* smallest = nullptr;
+  const ProbeResult* failed = nullptr;
+  for (const auto& t : s.result.trials) {
+    if (!t.error.empty()) {
+      if (failed == nullptr) failed = &t;
+      continue;
+    }
+    if (smallest == nullptr || t.batch < smallest->batch) smallest = &t;
+  }
+  if (smallest == nullptr) {
+    throw UserError(exit_code::kUnavailable,
+                    "batch-size search: every probe failed (batch " +
+                        std::to_string(failed != nullptr ? failed->batch : 0) + ": " +
+                        (failed != nullptr ? failed->error : std::string("no probe ran")) +
+                        "); give --batch-size to train without the search");
+  }
+  const std::string what = smallest->out_of_memory
+                               ? "batch " + std::to_string(smallest->batch) + " ran out of memory"
+                               : "batch " + std::to_string(smallest->batch) + " peaked at " +
+                                     format_bytes(smallest->peak_bytes);
+  // A budget the user gave is bad input; a GPU without enough free memory is unavailable.
+  throw UserError(req.memory_budget ? exit_code::kUsage : exit_code::kUnavailable,
+                  "batch-size search: no batch fits in " + format_bytes(s.budget) + " (" +
+                      s.budget_reason + "): " + what + "; " +
+                      (req.memory_budget ? "raise --memory-budget" : "free GPU memory") +
+                      " or give --batch-size");
+}
+
+Choice<int> plan_batch(const Facts& facts, const Request& req, const std::string& device,
+                       const BatchSearchRecord* search, std::vector<std::string>* warnings) {
+  if (req.batch_size.source != "default") {
+    if (req.memory_budget) {
+      warnings->push_back(req.memory_budget->source + " is not used: the batch size is given (" +
+                          req.batch_size.source + ")");
+    }
+    if (req.samples && req.samples->value > 0 && req.batch_size.value > req.samples->value) {
+      warnings->push_back("batch size " + std::to_string(req.batch_size.value) + " exceeds the " +
+                          std::to_string(req.samples->value) + " samples of the data set");
+    }
+    return {req.batch_size.value, from(req.batch_size.source)};
+  }
+  if (search == nullptr) {
+    if (req.memory_budget || gpu_of(facts, device) != nullptr) {
+      return {req.batch_size.value,
+              "default; the batch-size search probes dl-train, and " + req.probe_unavailable};
+    }
+    return {req.batch_size.value,
+            "default; the largest batch that fits is searched for on a GPU or with "
+            "--memory-budget"};
+  }
+  const SearchResult& r = search->result;
+  if (r.batch <= 0) nothing_fits(req, *search);
+  if (req.memory_budget && gpu_of(facts, device) == nullptr &&
+      req.memory_budget->value > facts.memory.usable) {
+    warnings->push_back(req.memory_budget->source + " (" + format_bytes(req.memory_budget->value) +
+                        ") is more than the usable RAM (" + format_bytes(facts.memory.usable) +
+                        "): training at this batch size may be killed for memory");
+  }
+  std::string reason =
+      "largest that fits " + format_bytes(search->budget) + " (" + search->budget_reason + ")";
+  for (const auto& t : r.trials) {
+    if (t.batch == r.batch && t.error.empty() && !t.out_of_memory) {
+      reason += ": peak " + format_bytes(t.peak_bytes);
+    }
+  }
+  if (search->max_batch > 0 && r.batch >= search->max_batch) reason += ", the whole data set";
+  reason += search->cached ? "; cached, --retune searches again"
+                           : "; " + std::to_string(r.trials.size()) + " probes, " +
+                                 format_number(std::round(search->seconds * 10.0) / 10.0) + " s";
+  return {static_cast<int>(r.batch), reason};
 }
 
 Choice<int> plan_threads(const Facts& facts, const Request& req, int workers,
@@ -166,16 +242,36 @@ Choice<int> plan_threads(const Facts& facts, const Request& req, int workers,
 
 }  // namespace
 
-Plan make_plan(const Facts& facts, const Request& req) {
+bool wants_batch_search(const Request& req, const std::string& device) {
+  return req.batch_size.source == "default" && req.probe_unavailable.empty() &&
+         (req.memory_budget || device != "cpu");
+}
+
+Choice<std::uint64_t> batch_search_budget(const Facts& facts, const Request& req,
+                                          const std::string& device) {
+  if (req.memory_budget) return {req.memory_budget->value, from(req.memory_budget->source)};
+  if (const GpuInfo* gpu = gpu_of(facts, device)) {
+    // The margin leaves room for what the allocator's statistics do not count: the CUDA context,
+    // cuDNN's and cuBLAS's handles, fragmentation, other processes' growth.
+    const double margin = req.memory_margin.value;
+    const auto budget =
+        static_cast<std::uint64_t>(static_cast<double>(gpu->free_bytes) * (1.0 - margin));
+    return {budget, "free memory of " + device + " (" + format_bytes(gpu->free_bytes) + ") less " +
+                        percent(margin) +
+                        (req.memory_margin.source == "default"
+                             ? std::string(" (memory-margin)")
+                             : " (memory-margin " + from(req.memory_margin.source) + ")")};
+  }
+  return {facts.memory.usable, "usable RAM: " + facts.memory.usable_reason};
+}
+
+Plan make_plan(const Facts& facts, const Request& req, const BatchSearchRecord* search) {
   Plan plan;
   plan.device = plan_device(facts, req);
   plan.precision = plan_precision(facts, req, plan.device.value, &plan.warnings);
-  plan.batch_size = {req.batch_size.value, from(req.batch_size.source)};
-  if (req.samples && req.samples->value > 0 && req.batch_size.value > req.samples->value) {
-    plan.warnings.push_back("batch size " + std::to_string(req.batch_size.value) + " exceeds the " +
-                            std::to_string(req.samples->value) + " samples of the data set");
-  }
-  plan.workers = plan_workers(facts, req, &plan.warnings);
+  plan.batch_size = plan_batch(facts, req, plan.device.value, search, &plan.warnings);
+  if (search != nullptr) plan.batch_search = *search;
+  plan.workers = plan_workers(facts, req, plan.batch_size.value, &plan.warnings);
   plan.threads = plan_threads(facts, req, plan.workers.value, &plan.warnings);
 
   if (facts.shm.present && facts.shm.total <= kDockerDefaultShm) {

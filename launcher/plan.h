@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "batch_search.h"
 #include "probe.h"
 
 namespace dl {
@@ -21,7 +22,13 @@ struct Sourced {
 struct Request {
   std::optional<Sourced<int>> workers;  // unset: derive
   std::optional<Sourced<int>> threads;  // unset: derive
+  // Left at the default (unset or "auto"): the largest batch that fits is searched for where the
+  // search can run (a GPU, or a --memory-budget), else the default is used.
   Sourced<int> batch_size{64};
+  std::optional<Sourced<std::uint64_t>> memory_budget;  // what the search may plan for
+  Sourced<double> memory_margin{0.1};                   // share of free GPU memory kept back
+  // Why the search cannot probe the program (it runs dl-train's probe mode); "" when it can.
+  std::string probe_unavailable = "the program is not dl-train";
   Sourced<std::string> precision{"auto"};        // auto | fp32 | fp16 | bf16
   Sourced<std::string> device{"auto"};           // auto | cpu | cuda | cuda:N
   std::optional<Sourced<std::int64_t>> samples;  // data set size when known
@@ -36,18 +43,44 @@ struct Choice {
   std::string reason;
 };
 
+// How the batch size was searched: now, by probes, or earlier, read from the workspace's cache.
+struct BatchSearchRecord {
+  SearchResult result;  // the batch (0: nothing fits), the trials, the fitted line
+  std::uint64_t budget = 0;
+  std::string budget_reason;   // "--memory-budget", "free memory of cuda:0 (...) less 10%"
+  std::int64_t max_batch = 0;  // the data set's size; 0: unknown
+  double seconds = 0;          // wall time of the search (the earlier one's, when cached)
+  std::string searched_at;     // when it ran, UTC, ISO 8601
+  bool cached = false;         // read from the cache: no probe ran this time
+  std::string cache_file;      // the cache read or written
+  std::string cache_key;       // the line the answer is stored under
+  bool cache_written = false;  // stored for the next start (never in a dry run)
+};
+
 struct Plan {
   Choice<std::string> device;  // "cpu" or "cuda:N"
   Choice<std::string> precision;
   Choice<int> workers;
   Choice<int> threads;
   Choice<int> batch_size;
+  std::optional<BatchSearchRecord> batch_search;  // when the batch size was searched
   std::vector<std::string> warnings;
 };
 
 // Throws UserError when the request cannot be met on this machine (cuda without a GPU, fp16 on
-// CPU).
-Plan make_plan(const Facts& facts, const Request& request);
+// CPU), or when the search found no batch that fits (64 with --memory-budget, else 69).
+// `search` is the batch-size search's outcome when one ran (wants_batch_search).
+Plan make_plan(const Facts& facts, const Request& request,
+               const BatchSearchRecord* search = nullptr);
+
+// Whether the batch size is to be searched on `device` (the plan's): no number was given, the
+// program is dl-train, and there is a GPU or a --memory-budget.
+bool wants_batch_search(const Request& request, const std::string& device);
+
+// The memory the search plans for: --memory-budget, else the free memory of the plan's GPU less
+// the margin, else the usable RAM (cgroup-aware).
+Choice<std::uint64_t> batch_search_budget(const Facts& facts, const Request& request,
+                                          const std::string& device);
 
 // Docker's default /dev/shm size; at or below it PyTorch's DataLoader workers die with "bus error".
 constexpr std::uint64_t kDockerDefaultShm = 64ull << 20;

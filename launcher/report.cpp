@@ -51,6 +51,69 @@ void json_choice(JsonWriter& w, const char* name, const Choice<std::string>& c) 
   w.key(name).begin_object().key("value").value(c.value).key("reason").value(c.reason).end_object();
 }
 
+std::string seconds(double s, const char* format = "%.1f s") {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, format, s);
+  return buf;
+}
+
+// The batch-size search: each trial, the total time, and whether the answer came from the cache.
+std::string search_lines(const BatchSearchRecord& s, bool dry_run) {
+  std::string out =
+      "batch search  largest batch within " + format_bytes(s.budget) + " (" + s.budget_reason + ")";
+  if (s.max_batch > 0) out += ", at most " + std::to_string(s.max_batch) + " (the data set)";
+  out += "\n  " + pad("batch", 9) + pad("peak", 12) + pad("result", 15) + "step\n";
+  for (const auto& t : s.result.trials) {
+    const bool measured = t.error.empty() && !t.out_of_memory;
+    out += "  " + pad(std::to_string(t.batch), 9) +
+           pad(measured ? format_bytes(t.peak_bytes) : std::string("-"), 12) +
+           pad(trial_outcome(t, s.budget), 15) +
+           (t.step_seconds > 0 ? seconds(t.step_seconds, "%.3f s") : std::string("-")) + "\n";
+  }
+  const std::string probes =
+      std::to_string(s.result.trials.size()) + " probes in " + seconds(s.seconds);
+  out += "  -> " + std::to_string(s.result.batch) + ": ";
+  if (s.cached) {
+    out += "cached in " + s.cache_file + " (searched " + s.searched_at + ", " + probes +
+           "); no probe ran; --retune searches again\n";
+  } else {
+    out += probes + "; " +
+           (s.cache_written ? "stored in " + s.cache_file
+                            : std::string(dry_run ? "not cached: dry run" : "not cached")) +
+           "\n";
+  }
+  return out;
+}
+
+void json_search(JsonWriter& w, const std::optional<BatchSearchRecord>& search) {
+  w.key("batch_search");
+  if (!search) {
+    w.null();
+    return;
+  }
+  const BatchSearchRecord& s = *search;
+  w.begin_object();
+  w.key("batch").value(s.result.batch).key("reason").value(s.result.reason);
+  w.key("budget_bytes").value(s.budget).key("budget_reason").value(s.budget_reason);
+  w.key("max_batch").value(s.max_batch);
+  w.key("fixed_bytes").value(s.result.fixed_bytes);
+  w.key("per_sample_bytes").value(s.result.per_sample_bytes);
+  w.key("seconds").value(s.seconds).key("searched_at").value(s.searched_at);
+  w.key("cached").value(s.cached).key("cache_written").value(s.cache_written);
+  w.key("cache_file").value(s.cache_file).key("cache_key").value(s.cache_key);
+  w.key("trials").begin_array();
+  for (const auto& t : s.result.trials) {
+    w.begin_object();
+    w.key("batch").value(t.batch);
+    w.key("fits").value(t.error.empty() && !t.out_of_memory && t.peak_bytes <= s.budget);
+    w.key("out_of_memory").value(t.out_of_memory).key("peak_bytes").value(t.peak_bytes);
+    w.key("step_seconds").value(t.step_seconds).key("error").value(t.error);
+    w.end_object();
+  }
+  w.end_array();
+  w.end_object();
+}
+
 }  // namespace
 
 std::string render_text(const Launch& l, bool dry_run) {
@@ -75,6 +138,7 @@ std::string render_text(const Launch& l, bool dry_run) {
       "data", r.samples ? std::to_string(r.samples->value) : std::string("unknown"),
       (r.samples ? "samples from " + r.samples->source : std::string("size not given: --samples")) +
           "; " + format_bytes(r.sample_bytes.value) + " per sample: " + r.sample_bytes.source);
+  if (l.plan.batch_search) out << search_lines(*l.plan.batch_search, dry_run);
   out << "run\n";
   out << "  command    ";
   for (size_t i = 0; i < l.command.size(); ++i) out << (i ? " " : "") << l.command[i];
@@ -134,6 +198,7 @@ std::string render_json(const Launch& l) {
   w.key("warnings").begin_array();
   for (const auto& warning : l.plan.warnings) w.value(warning);
   w.end_array().end_object();
+  json_search(w, l.plan.batch_search);
 
   w.key("workspace").value(l.workspace);
   w.key("config_file");

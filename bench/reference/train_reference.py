@@ -211,6 +211,9 @@ class OptimizedTrainer:
             loss_sum += loss.item() * n
             correct += (logits.argmax(1) == labels).sum().item()
             seen += n
+            if cfg.log_every and (index + 1) % cfg.log_every == 0:
+                log(f"batch {index + 1} loss {loss_sum / seen:.4f} acc {100 * correct / seen:.2f}% "
+                    f"{seen / (time.perf_counter() - start):.0f} samples/s")
             if cfg.limit_batches and index + 1 >= cfg.limit_batches:
                 break
         if self.use_cuda:
@@ -334,6 +337,8 @@ def parse_args(argv=None):
     p.add_argument("--seed", type=int, default=42)
     p.add_argument("--limit-batches", type=int, default=0,
                    help="train on at most this many batches per epoch, 0 for all")
+    p.add_argument("--log-every", type=int, default=0,
+                   help="batches between progress lines on stderr, 0 for none")
     p.add_argument("--json", action="store_true", help="one JSON object per epoch on stdout")
     cfg = p.parse_args(argv)
     if cfg.epochs < 1 or cfg.batch_size < 1 or cfg.workers < 0 or cfg.threads < 0:

@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <functional>
+#include <map>
 #include <random>
 
 namespace dl {
@@ -168,6 +169,65 @@ TEST(BatchSearch, ProbeErrorsCountAsNotFitting) {
       },
       o);
   EXPECT_EQ(r.batch, 0);
+}
+
+// Peak resident memory (MiB) of `dl-train --probe-batch N` for the small CNN on Fashion-MNIST
+// (fp32, 1 thread), measured at every multiple of 8: a bumpy curve, the heap's layout moving it by
+// up to 10%, with falls (296 -> 304) that a secant through close probes turns into a negative
+// slope.
+const std::map<std::int64_t, double> kCpuResidentMiB = {
+    {8, 236.9},   {16, 239.3},  {24, 246.8},  {32, 253.0},  {40, 257.3},  {48, 264.7},
+    {56, 274.8},  {64, 277.5},  {72, 274.3},  {80, 285.3},  {88, 289.3},  {96, 315.0},
+    {104, 314.3}, {112, 325.7}, {120, 323.6}, {128, 320.3}, {136, 335.5}, {144, 324.3},
+    {152, 334.7}, {160, 334.1}, {168, 393.0}, {176, 346.2}, {184, 353.4}, {192, 340.4},
+    {200, 363.7}, {208, 358.6}, {216, 358.7}, {224, 379.3}, {232, 406.8}, {240, 418.4},
+    {248, 418.5}, {256, 393.9}, {264, 386.0}, {272, 429.4}, {280, 411.9}, {288, 441.1},
+    {296, 446.8}, {304, 401.6}, {312, 443.2}, {320, 463.9}, {328, 446.2}, {336, 411.2},
+    {344, 426.1}, {352, 409.5}, {360, 430.7}, {368, 445.6}, {376, 439.6}, {384, 454.8},
+    {392, 440.9}, {400, 473.5}, {408, 476.6}, {416, 473.2}, {424, 486.2}, {432, 470.3},
+    {440, 497.5}, {448, 479.0}, {456, 507.0}, {464, 489.6}, {472, 526.2}, {480, 450.8},
+    {488, 501.1}, {496, 517.5}, {504, 521.8}, {512, 491.6}, {520, 531.1}};
+
+ProbeFn measured_cpu_probe() {
+  return [](std::int64_t b) {
+    ProbeResult r;
+    r.batch = b;
+    const auto it = kCpuResidentMiB.find(b);
+    // Off the table's grid (never probed here): the next size's figure, the larger one nearby.
+    const double mib = it != kCpuResidentMiB.end() ? it->second
+                       : kCpuResidentMiB.lower_bound(b) != kCpuResidentMiB.end()
+                           ? kCpuResidentMiB.lower_bound(b)->second
+                           : 600.0;
+    r.peak_bytes = static_cast<std::uint64_t>(mib * static_cast<double>(MiB));
+    return r;
+  };
+}
+
+TEST(BatchSearch, BumpyCurveEndsNextToASizeThatDoesNotFit) {
+  // The budget of the CPU end-to-end test: the probe at 8 plus 60 MiB. 88 fits (289.3), 96 does
+  // not (315.0); the line through 8 and 32 points far too high, the secants come back, and the
+  // next size up is checked rather than assumed.
+  SearchOptions o;
+  o.budget_bytes = static_cast<std::uint64_t>((236.9 + 60.0) * static_cast<double>(MiB));
+  o.max_batch = 60000;
+  const SearchResult r = search_batch(measured_cpu_probe(), o);
+  EXPECT_EQ(r.batch, 88) << r.reason;
+  EXPECT_LE(r.trials.size(), 6u);
+  bool checked_96 = false;
+  for (const auto& t : r.trials) checked_96 |= t.batch == 96 && t.peak_bytes > o.budget_bytes;
+  EXPECT_TRUE(checked_96) << "the answer's neighbour was probed and found over the budget";
+}
+
+TEST(BatchSearch, AFallingSecantDoesNotJumpToTheDataSetSize) {
+  // 272 and 280 both fit, 280 with less memory: the secant through them falls. The search must
+  // not read that as "memory does not grow" and probe all 60000 samples (tens of GiB on a CPU).
+  SearchOptions o;
+  o.budget_bytes = static_cast<std::uint64_t>((236.9 + 200.0) * static_cast<double>(MiB));
+  o.max_batch = 60000;
+  const SearchResult r = search_batch(measured_cpu_probe(), o);
+  for (const auto& t : r.trials) EXPECT_LT(t.batch, 1000) << r.reason;
+  EXPECT_GE(r.batch, 264);
+  EXPECT_LE(r.trials.size(), 6u);
 }
 
 }  // namespace

@@ -163,7 +163,11 @@ INSTANTIATE_TEST_SUITE_P(
                       BadInput{{"--workers=-3"}, exit_code::kUsage, "--workers"},
                       BadInput{{"--workers", "two"}, exit_code::kUsage, "'two'"},
                       BadInput{{"--batch-size", "0"}, exit_code::kUsage, "--batch-size"},
-                      BadInput{{"--batch-size", "auto"}, exit_code::kUsage, "--batch-size"},
+                      BadInput{{"--batch-size", "many"}, exit_code::kUsage, "--batch-size"},
+                      BadInput{{"--memory-budget", "6 gigs"}, exit_code::kUsage, "6GiB"},
+                      BadInput{{"--memory-budget", "0"}, exit_code::kUsage, "--memory-budget"},
+                      BadInput{{"--memory-margin", "0.95"}, exit_code::kUsage, "--memory-margin"},
+                      BadInput{{"--retune", "maybe"}, exit_code::kUsage, "--retune"},
                       BadInput{{"--threads", "0"}, exit_code::kUsage, ">= 1"},
                       BadInput{{"--precision", "fp17"}, exit_code::kUsage, "fp32, fp16, bf16"},
                       BadInput{{"--device", "gpu"}, exit_code::kUsage, "cuda:N"},
@@ -222,6 +226,72 @@ TEST_F(OptionsTest, TrainingSettingsAreAcceptedAndHandedOn) {
   config("epochs = 3\nmodel = resnet18\n");  // the trainer's keys share the workspace's file
   const LaunchOptions o = parse({"--lr", "0.01", "--workers", "2"});
   EXPECT_EQ(o.trainer_env, (std::vector<std::pair<std::string, std::string>>{{"DL_LR", "0.01"}}));
+}
+
+TEST_F(OptionsTest, BatchSizeAutoLeavesTheChoiceToThePlan) {
+  const LaunchOptions o = parse({"--batch-size", "auto"});
+  EXPECT_EQ(o.request.batch_size.source, "default") << "auto is no number given";
+  EXPECT_EQ(parse({"--batch-size", "48"}).request.batch_size.source, "--batch-size");
+}
+
+TEST_F(OptionsTest, BatchSearchSettings) {
+  config("memory-budget = 2G\nmemory-margin = 0.2\n");
+  LaunchOptions o = parse({});
+  ASSERT_TRUE(o.request.memory_budget);
+  EXPECT_EQ(o.request.memory_budget->value, 2ull << 30);
+  EXPECT_NE(o.request.memory_budget->source.find("dl.conf"), std::string::npos);
+  EXPECT_DOUBLE_EQ(o.request.memory_margin.value, 0.2);
+  EXPECT_FALSE(o.retune);
+
+  env("DL_MEMORY_BUDGET", "512MiB");
+  o = parse({"--retune"});
+  EXPECT_EQ(o.request.memory_budget->value, 512ull << 20);
+  EXPECT_EQ(o.request.memory_budget->source, "DL_MEMORY_BUDGET");
+  EXPECT_TRUE(o.retune);
+  EXPECT_FALSE(parse({"--retune", "false"}).retune);
+}
+
+TEST_F(OptionsTest, CacheKeySettingsAreRead) {
+  const LaunchOptions d = parse({});
+  EXPECT_EQ(d.model, "cnn");
+  EXPECT_EQ(d.data, "");
+  const LaunchOptions o = parse({"--model", "resnet18", "--data", "data/cifar", "--image-size",
+                                 "64", "--input-shape", "3x64x64"});
+  EXPECT_EQ(o.model, "resnet18");
+  EXPECT_EQ(o.data, "data/cifar");
+  EXPECT_EQ(o.image_size, "64");
+  EXPECT_EQ(o.input_shape, "3x64x64");
+}
+
+struct SizeCase {
+  const char* text;
+  std::uint64_t bytes;
+};
+
+class MemorySize : public ::testing::TestWithParam<SizeCase> {};
+
+TEST_P(MemorySize, Parses) {
+  const auto c = GetParam();
+  const auto bytes = parse_memory_size(c.text);
+  ASSERT_TRUE(bytes) << c.text;
+  EXPECT_EQ(*bytes, c.bytes) << c.text;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Table, MemorySize,
+    ::testing::Values(SizeCase{"6GiB", 6ull << 30}, SizeCase{"512MiB", 512ull << 20},
+                      SizeCase{"2G", 2ull << 30}, SizeCase{"2g", 2ull << 30},
+                      SizeCase{"1048576", 1ull << 20}, SizeCase{"100B", 100},
+                      SizeCase{"512 MiB", 512ull << 20}, SizeCase{"1.5GiB", 3ull << 29},
+                      SizeCase{"64Ki", 64ull << 10}, SizeCase{"1T", 1ull << 40},
+                      SizeCase{"2GB", 2000000000ull}, SizeCase{"300kb", 300000},
+                      SizeCase{" 8 gib ", 8ull << 30}));
+
+TEST(MemorySizeRejects, AnythingElse) {
+  for (const char* bad : {"", "GiB", "abc", "6 gigs", "1.5", "0", "0GiB", "-1G", "1..5G", "2X",
+                          "2GiBs", "1e3", "99999999999T"}) {
+    EXPECT_FALSE(parse_memory_size(bad)) << "'" << bad << "'";
+  }
 }
 
 TEST(EnvToOption, MapsSettingsOnly) {

@@ -1,23 +1,33 @@
-// dl-train's top level: options, then the run; bad input ends in one line and its exit code.
+// dl-train's top level: options, then the run (or the memory probe); bad input ends in one line
+// and its exit code.
 #include "train/app.h"
 
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
+#include <torch/version.h>
 
 #include <exception>
 #include <iostream>
 
 #include "errors.h"
 #include "train/config.h"
+#include "train/probe_mode.h"
 #include "train/trainer.h"
 #include "version.h"
 
 namespace dl::train {
+namespace {
+
+std::shared_ptr<spdlog::logger> make_logger(const std::string& name, bool to_stderr) {
+  auto logger = to_stderr ? spdlog::stderr_color_mt(name) : spdlog::stdout_color_mt(name);
+  logger->set_pattern("[%H:%M:%S] %^%l%$ %v");
+  return logger;
+}
+
+}  // namespace
 
 int train_main(int argc, const char* const argv[]) {
-  auto logger = spdlog::stdout_color_mt("dl-train");
-  logger->set_pattern("[%H:%M:%S] %^%l%$ %v");
-  spdlog::set_default_logger(logger);
+  spdlog::set_default_logger(make_logger("dl-train", false));
   try {
     const ParsedArgs args = parse_train_args(argc, argv);
     if (args.help) {
@@ -25,8 +35,15 @@ int train_main(int argc, const char* const argv[]) {
       return exit_code::kOk;
     }
     if (args.version) {
-      std::cout << "dl-train " << kVersion << "\n";
+      // The LibTorch version is part of dl-launch's batch-size cache key: a different LibTorch
+      // allocates differently.
+      std::cout << "dl-train " << kVersion << " (LibTorch " << TORCH_VERSION << ")\n";
       return exit_code::kOk;
+    }
+    if (const auto batch = probe_batch_setting(argc, argv)) {
+      // stdout carries the probe's JSON line and nothing else: the log goes to stderr.
+      spdlog::set_default_logger(make_logger("dl-train-probe", true));
+      return run_probe(args.config, *batch);
     }
     return run_training(args.config);
   } catch (const UserError& e) {

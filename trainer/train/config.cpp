@@ -90,6 +90,16 @@ ParsedArgs parse_train_args(int argc, const char* const argv[]) {
     settings::bad_value(s.source("device"), c.device, "auto, cpu, cuda or cuda:N");
   }
   c.precision = s.one_of("precision", {"auto", "fp32", "fp16", "bf16"}, "auto");
+  c.precision_source = s.source("precision");
+  // The scale is a float32 tensor; growth 1 with backoff 1 is a fixed loss scale.
+  if (auto v = s.real("loss-scale", 1.0, 1e38)) c.loss_scale = *v;
+  if (auto v = s.real("loss-scale-growth", 1.0, 1e6)) c.loss_scale_growth = *v;
+  if (auto v = s.real("loss-scale-backoff", 1e-6, 1.0)) c.loss_scale_backoff = *v;
+  // The growth tracker is an int32 tensor, as in PyTorch.
+  if (auto v =
+          s.integer("loss-scale-interval", 1, std::numeric_limits<std::int32_t>::max(), false)) {
+    c.loss_scale_interval = *v;
+  }
   if (auto v = s.integer("image-size", 8, 4096, true)) c.image_size = static_cast<int>(*v);
   if (auto v = s.real("val-fraction", 0.0, 0.9)) c.val_fraction = *v;
   if (auto v = s.integer("seed", 0, std::numeric_limits<long long>::max(), false)) {

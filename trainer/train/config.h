@@ -17,10 +17,16 @@ struct TrainConfig {
   double weight_decay = 0.01;
   double clip_norm = 1.0;  // 0: no clipping
   int workers = 2;
-  int threads = 0;                 // 0: leave LibTorch's default
-  std::string device = "auto";     // auto | cpu | cuda | cuda:N
-  std::string precision = "auto";  // auto | fp32 | fp16 | bf16
-  int image_size = 0;              // 0: the data's own
+  int threads = 0;                           // 0: leave LibTorch's default
+  std::string device = "auto";               // auto | cpu | cuda | cuda:N
+  std::string precision = "auto";            // auto | fp32 | fp16 | bf16
+  std::string precision_source = "default";  // where precision came from, for messages
+  // fp16's GradScaler (PyTorch's defaults).
+  double loss_scale = 65536.0;
+  double loss_scale_growth = 2.0;
+  double loss_scale_backoff = 0.5;
+  std::int64_t loss_scale_interval = 2000;
+  int image_size = 0;  // 0: the data's own
   double val_fraction = 0.1;
   std::uint64_t seed = 42;
   int log_every = 100;

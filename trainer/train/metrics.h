@@ -16,6 +16,7 @@ struct EpochMetrics {
   double data_wait_seconds = 0;
   double data_wait_percent = 0;
   std::int64_t skipped = 0;
+  std::int64_t overflow_steps = 0;  // fp16: optimizer steps the loss scaler skipped (inf/NaN)
 };
 
 // Appends one row, writing the header first when the file is new. Throws UserError 73 when the

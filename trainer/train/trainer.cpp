@@ -1,6 +1,8 @@
 // The training loop. Images arrive from the loader as uint8 and are converted and normalised on
 // the device; the loss and accuracy are accumulated on the device and read back only at log points
-// and epoch ends, so a GPU is never made to wait for the host inside an epoch.
+// and epoch ends, so a GPU is never made to wait for the host inside an epoch (fp16's loss scaler
+// reads one flag per step, as PyTorch's does). The step itself (precision, micro-batches,
+// out-of-memory recovery) is train_step.*.
 #include "train/trainer.h"
 
 #include <signal.h>
@@ -23,9 +25,12 @@
 #include "model/model.h"
 #include "train/data_setup.h"
 #include "train/device_feed.h"
+#include "train/grad_scaler.h"
 #include "train/metrics.h"
 #include "train/monitor.h"
+#include "train/precision.h"
 #include "train/progress.h"
+#include "train/train_step.h"
 
 namespace dl::train {
 namespace {
@@ -99,8 +104,9 @@ struct Totals {
   std::int64_t samples = 0;
 };
 
-// Runs the model over the validation set.
-Totals evaluate(model::Model& net, data::Loader& loader, DeviceFeed& feed, torch::Device device) {
+// Runs the model over the validation set, under the training precision.
+Totals evaluate(model::Model& net, StepRunner& runner, data::Loader& loader, DeviceFeed& feed,
+                torch::Device device) {
   torch::NoGradGuard no_grad;
   net.set_training(false);
   loader.start_epoch(0);
@@ -114,12 +120,9 @@ Totals evaluate(model::Model& net, data::Loader& loader, DeviceFeed& feed, torch
     const std::int64_t n = batch->n();
     torch::Tensor images, labels;
     feed.upload(std::move(*batch), &images, &labels);
-    auto logits = net.forward(images);
-    loss_sum +=
-        torch::nn::functional::cross_entropy(
-            logits, labels, torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum))
-            .to(torch::kDouble);
-    correct += logits.argmax(1).eq(labels).sum();
+    const BatchTotals b = runner.evaluate(images, labels);
+    loss_sum += b.loss_sum;
+    correct += b.correct;
     seen += n;
   }
   Totals t;
@@ -130,12 +133,13 @@ Totals evaluate(model::Model& net, data::Loader& loader, DeviceFeed& feed, torch
 }
 
 model::CheckpointData snapshot(model::Model& net, torch::optim::AdamW& opt,
-                               const std::vector<torch::Tensor>& params, int epoch, double val_acc,
-                               double best_acc, std::int64_t step) {
+                               const std::vector<torch::Tensor>& params, const GradScaler& scaler,
+                               int epoch, double val_acc, double best_acc, std::int64_t step) {
   model::CheckpointData c;
   for (const auto& [name, tensor] : net.state())
     c.model_state.emplace_back(name, tensor.detach().cpu());
   c.optimizer = model::export_adamw(opt, params);
+  c.scaler = scaler.state();
   c.epoch = epoch;
   c.val_acc = val_acc;
   c.extra["best_val_acc"] = best_acc;
@@ -155,20 +159,18 @@ void save(const std::string& path, const model::CheckpointData& c) {
 
 int run_training(const TrainConfig& config) {
   install_stop_handlers();
+  // Device and precision first: a setting that cannot work here leaves no run directory behind.
+  const torch::Device device = choose_device(config.device);
+  const PrecisionChoice precision =
+      resolve_precision(config.precision, config.precision_source, device);
   make_dirs(config.run_dir);
   // Everything logged also goes to the run's train.log.
   spdlog::default_logger()->sinks().push_back(
       std::make_shared<spdlog::sinks::basic_file_sink_mt>(config.run_dir + "/train.log"));
   if (config.threads > 0) torch::set_num_threads(config.threads);
   torch::manual_seed(config.seed);
-  const torch::Device device = choose_device(config.device);
   if (device.is_cuda()) at::globalContext().setBenchmarkCuDNN(true);
-
-  std::string precision = config.precision == "auto" ? "fp32" : config.precision;
-  if (precision != "fp32") {
-    spdlog::warn("precision {}: this dl-train trains in fp32", precision);
-    precision = "fp32";
-  }
+  if (!precision.warning.empty()) spdlog::warn("precision: {}", precision.warning);
 
   DataSetup d = setup_data(config);
   const data::ImageShape shape = d.train_transform.out;
@@ -191,6 +193,13 @@ int run_training(const TrainConfig& config) {
   std::vector<torch::Tensor> params = net->parameters();
   torch::optim::AdamW opt(params,
                           torch::optim::AdamWOptions(config.lr).weight_decay(config.weight_decay));
+  ScalerOptions scaler_options;
+  scaler_options.enabled = uses_scaler(precision.precision);
+  scaler_options.init_scale = config.loss_scale;
+  scaler_options.growth_factor = config.loss_scale_growth;
+  scaler_options.backoff_factor = config.loss_scale_backoff;
+  scaler_options.growth_interval = config.loss_scale_interval;
+  GradScaler scaler(scaler_options, device);
 
   int start_epoch = 0;
   double best_acc = 0.0;
@@ -209,6 +218,14 @@ int run_training(const TrainConfig& config) {
       c = model::load_checkpoint(last_path);
       net->load_state(c.model_state);
       model::import_adamw(opt, params, c.optimizer);
+      // A run resumed in another precision keeps going: without saved scaler state (fp32 or
+      // bf16 before) fp16 starts from the initial scale; scaler state is unused without fp16.
+      if (scaler.enabled() && c.scaler.enabled) {
+        scaler.load(c.scaler);
+      } else if (scaler.enabled()) {
+        spdlog::info("resume: {} has no loss-scaler state; starting the scale at {:g}", last_path,
+                     config.loss_scale);
+      }
     } catch (const std::exception& e) {
       throw UserError(exit_code::kBadData, std::string("--resume: ") + e.what());
     }
@@ -231,6 +248,9 @@ int run_training(const TrainConfig& config) {
         return n;
       }(),
       device.str(), torch::get_num_threads(), config.workers, config.batch_size, config.epochs);
+  spdlog::info("precision {} ({}){}", precision_name(precision.precision), precision.reason,
+               scaler.enabled() ? fmt::format(", loss scale {:g}", scaler.current_scale()) : "");
+  StepRunner runner(*net, opt, params, scaler, precision.precision, device, config.clip_norm);
 
   DeviceFeed feed(device, shape.channels, d.mean, d.std);
   data::LoaderConfig train_cfg;
@@ -268,7 +288,7 @@ int run_training(const TrainConfig& config) {
     torch::Tensor loss_sum = torch::zeros({}, dev_double);
     torch::Tensor correct =
         torch::zeros({}, torch::TensorOptions().dtype(torch::kLong).device(device));
-    std::int64_t seen = 0, index = 0, skipped = 0;
+    std::int64_t seen = 0, index = 0, skipped = 0, overflows = 0;
     while (true) {
       const auto t0 = Clock::now();
       auto batch = train_loader.next();
@@ -279,15 +299,11 @@ int run_training(const TrainConfig& config) {
       const std::int64_t n = batch->n();
       torch::Tensor images, labels;
       feed.upload(std::move(*batch), &images, &labels);
-      auto logits = net->forward(images);
-      auto loss = torch::nn::functional::cross_entropy(logits, labels);
-      opt.zero_grad();
-      loss.backward();
-      if (config.clip_norm > 0) torch::nn::utils::clip_grad_norm_(params, config.clip_norm);
-      opt.step();
+      const StepResult step = runner.train(images, labels);
       ++global_step;
-      loss_sum += loss.detach().to(torch::kDouble) * static_cast<double>(n);
-      correct += logits.detach().argmax(1).eq(labels).sum();
+      if (!step.stepped) ++overflows;
+      loss_sum += step.totals.loss_sum;
+      correct += step.totals.correct;
       seen += n;
       const bool report = terminal || (index + 1) % config.log_every == 0 || index + 1 == batches;
       if (report) {
@@ -313,7 +329,7 @@ int run_training(const TrainConfig& config) {
       // the last completed epoch, so a resume repeats this epoch from them and nothing is lost.
       const double loss_now = loss_sum.item<double>();
       if (std::isfinite(loss_now)) {
-        auto ckpt = snapshot(*net, opt, params, epoch, last_val_acc, best_acc, global_step);
+        auto ckpt = snapshot(*net, opt, params, scaler, epoch, last_val_acc, best_acc, global_step);
         ckpt.extra["interrupted_in_epoch"] = static_cast<std::int64_t>(epoch + 1);
         ckpt.extra["interrupted_after_batches"] = index;
         save(last_path, ckpt);
@@ -345,7 +361,7 @@ int run_training(const TrainConfig& config) {
                           std::to_string(config.max_bad_fraction));
     }
 
-    const Totals val = evaluate(*net, val_loader, feed, device);
+    const Totals val = evaluate(*net, runner, val_loader, feed, device);
     const double train_loss =
         loss_sum.item<double>() / static_cast<double>(std::max<std::int64_t>(1, seen));
     if (!std::isfinite(train_loss)) {
@@ -367,20 +383,27 @@ int run_training(const TrainConfig& config) {
     m.data_wait_seconds = wait;
     m.data_wait_percent = 100.0 * wait / train_seconds;
     m.skipped = skipped;
+    m.overflow_steps = overflows;
     last_val_acc = m.val_acc;
 
     const bool best = m.val_acc > best_acc || access(best_path.c_str(), F_OK) != 0;
     if (best) best_acc = std::max(best_acc, m.val_acc);
-    const auto ckpt = snapshot(*net, opt, params, epoch + 1, m.val_acc, best_acc, global_step);
+    const auto ckpt =
+        snapshot(*net, opt, params, scaler, epoch + 1, m.val_acc, best_acc, global_step);
     save(last_path, ckpt);
     if (best) save(best_path, ckpt);
     append_metrics(config.run_dir + "/metrics.csv", m);
+    // fp16 says how many steps the loss scaler skipped and where the scale stands.
+    const std::string scaling = scaler.enabled()
+                                    ? fmt::format(" | {} overflow step(s) skipped, loss scale {:g}",
+                                                  overflows, scaler.current_scale())
+                                    : "";
     spdlog::info(
         "epoch {}/{}: train loss {:.4f} acc {:.2f}% | val loss {:.4f} acc {:.2f}%{} | {:.1f} s, "
-        "{:.0f} samples/s, data wait {:.2f} s ({:.1f}%) | lr {:.3g}",
+        "{:.0f} samples/s, data wait {:.2f} s ({:.1f}%) | lr {:.3g}{}",
         m.epoch, config.epochs, m.train_loss, 100.0 * m.train_acc, m.val_loss, 100.0 * m.val_acc,
         best ? " (best)" : "", m.seconds, m.samples_per_second, m.data_wait_seconds,
-        m.data_wait_percent, lr);
+        m.data_wait_percent, lr, scaling);
   }
   if (skipped_total > 0) {
     spdlog::warn("{} undecodable sample(s) were skipped in all", skipped_total);

@@ -1,0 +1,150 @@
+// The cache file: {"format": "dl-batch-cache", "version": 1, "entries": [{"key": ..., "batch": ...,
+// "trials": [...]}, ...]}, newest entry last.
+#include "batch_cache.h"
+
+#include <sys/stat.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include "errors.h"
+#include "json_reader.h"
+#include "json_writer.h"
+#include "workspace.h"
+
+namespace dl {
+namespace {
+
+constexpr const char* kFormat = "dl-batch-cache";
+constexpr int kVersion = 1;
+
+std::optional<std::string> read_text(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return std::nullopt;
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+std::string parent_of(const std::string& path) {
+  const auto slash = path.rfind('/');
+  return slash == std::string::npos ? "." : path.substr(0, slash);
+}
+
+}  // namespace
+
+std::string BatchCacheKey::text() const {
+  return "model=" + model + "; input=" + input + "; precision=" + precision + "; device=" + device +
+         (gpu.empty() ? "" : "; gpu=" + gpu) + "; budget=" + budget + "; libtorch=" + torch;
+}
+
+std::string batch_cache_path(const std::string& workspace) {
+  return workspace + "/.dl/batch-cache.json";
+}
+
+std::string render_batch_cache(const BatchCacheEntries& entries) {
+  JsonWriter w;
+  w.begin_object();
+  w.key("format").value(kFormat).key("version").value(kVersion);
+  w.key("entries").begin_array();
+  for (const auto& [key, r] : entries) {
+    w.begin_object();
+    w.key("key").value(key);
+    w.key("batch").value(r.result.batch);
+    w.key("reason").value(r.result.reason);
+    w.key("budget_bytes").value(r.budget).key("budget_reason").value(r.budget_reason);
+    w.key("max_batch").value(r.max_batch);
+    w.key("fixed_bytes").value(r.result.fixed_bytes);
+    w.key("per_sample_bytes").value(r.result.per_sample_bytes);
+    w.key("seconds").value(r.seconds).key("searched_at").value(r.searched_at);
+    w.key("trials").begin_array();
+    for (const auto& t : r.result.trials) {
+      w.begin_object();
+      w.key("batch").value(t.batch).key("out_of_memory").value(t.out_of_memory);
+      w.key("peak_bytes").value(t.peak_bytes).key("step_seconds").value(t.step_seconds);
+      w.key("error").value(t.error);
+      w.end_object();
+    }
+    w.end_array();
+    w.end_object();
+  }
+  w.end_array();
+  w.end_object();
+  return w.str();
+}
+
+BatchCacheEntries parse_batch_cache(const std::string& text) {
+  BatchCacheEntries entries;
+  const auto doc = parse_json(text);
+  if (!doc || doc->get_string("format", "") != kFormat || doc->get_i64("version", 0) != kVersion)
+    return entries;
+  const JsonValue* list = doc->find("entries");
+  if (list == nullptr || !list->is_array()) return entries;
+  for (const auto& e : list->items()) {
+    const std::string key = e.get_string("key", "");
+    const JsonValue* trials = e.find("trials");
+    if (key.empty() || trials == nullptr || !trials->is_array()) continue;
+    BatchSearchRecord r;
+    r.result.batch = e.get_i64("batch", 0);
+    if (r.result.batch <= 0) continue;
+    r.result.reason = e.get_string("reason", "");
+    r.result.fixed_bytes = e.get_double("fixed_bytes", 0);
+    r.result.per_sample_bytes = e.get_double("per_sample_bytes", 0);
+    r.budget = e.get_u64("budget_bytes", 0);
+    r.budget_reason = e.get_string("budget_reason", "");
+    r.max_batch = e.get_i64("max_batch", 0);
+    r.seconds = e.get_double("seconds", 0);
+    r.searched_at = e.get_string("searched_at", "");
+    for (const auto& t : trials->items()) {
+      ProbeResult p;
+      p.batch = t.get_i64("batch", 0);
+      p.out_of_memory = t.get_bool("out_of_memory", false);
+      p.peak_bytes = t.get_u64("peak_bytes", 0);
+      p.step_seconds = t.get_double("step_seconds", 0);
+      p.error = t.get_string("error", "");
+      r.result.trials.push_back(p);
+    }
+    entries.emplace_back(key, std::move(r));
+  }
+  return entries;
+}
+
+std::optional<BatchSearchRecord> lookup_batch_cache(const std::string& path,
+                                                    const std::string& key) {
+  const auto text = read_text(path);
+  if (!text) return std::nullopt;
+  for (auto& [k, r] : parse_batch_cache(*text)) {
+    if (k != key) continue;
+    r.cached = true;
+    r.cache_file = path;
+    return r;
+  }
+  return std::nullopt;
+}
+
+void store_batch_cache(const std::string& path, const std::string& key,
+                       const BatchSearchRecord& record) {
+  BatchCacheEntries entries;
+  if (const auto text = read_text(path)) entries = parse_batch_cache(*text);
+  BatchCacheEntries kept;
+  for (auto& e : entries) {
+    if (e.first != key) kept.push_back(std::move(e));
+  }
+  BatchSearchRecord stored = record;
+  stored.cached = false;
+  stored.cache_written = false;
+  stored.cache_file.clear();
+  kept.emplace_back(key, std::move(stored));
+  if (kept.size() > kMaxCacheEntries) {
+    kept.erase(kept.begin(), kept.end() - static_cast<std::ptrdiff_t>(kMaxCacheEntries));
+  }
+  const std::string dir = parent_of(path);
+  if (mkdir(dir.c_str(), 0775) != 0 && errno != EEXIST) {
+    throw UserError(exit_code::kCantWrite, "cannot create " + dir + ": " + std::strerror(errno));
+  }
+  write_file_atomic(path, render_batch_cache(kept));
+}
+
+}  // namespace dl

@@ -1,0 +1,80 @@
+// Cache first, then the search.
+#include "batch_tuner.h"
+
+#include <spdlog/spdlog.h>
+
+#include <chrono>
+#include <cstdio>
+#include <ctime>
+
+#include "text.h"
+
+namespace dl {
+namespace {
+
+std::string utc_now() {
+  const std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&now, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+std::string seconds_text(double s, const char* format = "%.1f s") {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, format, s);
+  return buf;
+}
+
+}  // namespace
+
+BatchSearchRecord tune_batch_size(TuneRequest request) {
+  request.key.torch = trainer_torch_version(request.probe);
+  const std::string key = request.key.text();
+  const std::string path = batch_cache_path(request.probe.workspace);
+  if (request.use_cache) {
+    if (auto cached = lookup_batch_cache(path, key)) {
+      cached->cache_key = key;
+      spdlog::info(
+          "batch size {} from the cache {} (searched {} in {} probes, {}); --retune "
+          "searches again",
+          cached->result.batch, path, cached->searched_at, cached->result.trials.size(),
+          seconds_text(cached->seconds));
+      return *cached;
+    }
+  }
+
+  spdlog::info("batch-size search: largest batch within {} ({}){}",
+               format_bytes(request.search.budget_bytes), request.budget_reason,
+               request.search.max_batch > 0
+                   ? ", at most " + std::to_string(request.search.max_batch) + " (the data set)"
+                   : std::string());
+  const auto start = std::chrono::steady_clock::now();
+  const ProbeFn probe = [&](std::int64_t batch) {
+    const auto t0 = std::chrono::steady_clock::now();
+    ProbeResult r = run_batch_probe(request.probe, batch);
+    const double took =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    spdlog::info("probe batch {}: {}{}{} ({})", batch,
+                 trial_outcome(r, request.search.budget_bytes),
+                 r.error.empty() && !r.out_of_memory ? ", peak " + format_bytes(r.peak_bytes) : "",
+                 r.step_seconds > 0 ? ", " + seconds_text(r.step_seconds, "%.3f s/step") : "",
+                 seconds_text(took));
+    return r;
+  };
+  BatchSearchRecord record;
+  record.result = search_batch(probe, request.search);
+  record.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  record.budget = request.search.budget_bytes;
+  record.budget_reason = request.budget_reason;
+  record.max_batch = request.search.max_batch;
+  record.searched_at = utc_now();
+  record.cache_file = path;
+  record.cache_key = key;
+  spdlog::info("batch-size search: {} after {} probes in {} ({})", record.result.batch,
+               record.result.trials.size(), seconds_text(record.seconds), record.result.reason);
+  return record;
+}
+
+}  // namespace dl

@@ -1,0 +1,27 @@
+// Choosing the batch size by measurement: the answer the workspace's cache holds for this model,
+// input, precision, device and LibTorch, or else a search whose trials are probes of dl-train.
+// Every trial is logged as it ends.
+#pragma once
+
+#include <string>
+
+#include "batch_cache.h"
+#include "batch_probe.h"
+#include "batch_search.h"
+#include "plan.h"
+
+namespace dl {
+
+struct TuneRequest {
+  ProbeSetup probe;           // how dl-train's probe mode is started
+  BatchCacheKey key;          // all but the LibTorch version, which dl-train is asked for
+  SearchOptions search;       // the budget and the data set's size
+  std::string budget_reason;  // where the budget comes from, for the report
+  bool use_cache = true;      // false with --retune: search even when the cache has an answer
+};
+
+// The cached record, or a fresh search's (not stored: store_batch_cache does that, outside a dry
+// run). Throws UserError when dl-train refuses its input (batch_probe.h).
+BatchSearchRecord tune_batch_size(TuneRequest request);
+
+}  // namespace dl

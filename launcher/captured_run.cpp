@@ -1,0 +1,149 @@
+// fork/exec with two pipes and poll(): the child runs in the launcher's process group, so a Ctrl-C
+// during the search stops the probe with the launcher; nothing is allocated between fork and exec.
+#include "captured_run.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <set>
+
+extern char** environ;
+
+namespace dl {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+void close_fd(int* fd) {
+  if (*fd >= 0) close(*fd);
+  *fd = -1;
+}
+
+// Reads what is there; false at end of file.
+bool drain(int fd, std::string* into) {
+  char buf[65536];
+  while (true) {
+    const ssize_t n = read(fd, buf, sizeof buf);
+    if (n > 0) {
+      into->append(buf, static_cast<size_t>(n));
+      continue;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && errno == EAGAIN) return true;
+    return false;
+  }
+}
+
+}  // namespace
+
+CapturedRun run_captured(const std::vector<std::string>& argv, const std::string& cwd,
+                         const CapturedRun::Env& env, double timeout_seconds) {
+  CapturedRun r;
+  // Everything the child needs is built before fork: after it, only async-signal-safe calls.
+  std::vector<std::string> env_strings;
+  std::set<std::string> overridden;
+  for (const auto& [k, v] : env) overridden.insert(k);
+  for (char** e = environ; *e != nullptr; ++e) {
+    const std::string entry = *e;
+    if (overridden.count(entry.substr(0, entry.find('='))) == 0) env_strings.push_back(entry);
+  }
+  // A name given twice takes its last value (getenv would find the first).
+  for (std::size_t i = 0; i < env.size(); ++i) {
+    bool later = false;
+    for (std::size_t j = i + 1; j < env.size() && !later; ++j) later = env[j].first == env[i].first;
+    if (!later) env_strings.push_back(env[i].first + "=" + env[i].second);
+  }
+  std::vector<char*> envp, args;
+  for (auto& e : env_strings) envp.push_back(e.data());
+  envp.push_back(nullptr);
+  std::vector<std::string> argv_copy = argv;
+  for (auto& a : argv_copy) args.push_back(a.data());
+  args.push_back(nullptr);
+
+  int out_pipe[2], err_pipe[2];
+  if (pipe2(out_pipe, O_CLOEXEC) != 0) {
+    r.start_error = std::string("pipe: ") + std::strerror(errno);
+    return r;
+  }
+  if (pipe2(err_pipe, O_CLOEXEC) != 0) {
+    r.start_error = std::string("pipe: ") + std::strerror(errno);
+    close(out_pipe[0]);
+    close(out_pipe[1]);
+    return r;
+  }
+  const int null_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+  const pid_t pid = fork();
+  if (pid == 0) {
+    if (null_fd >= 0) dup2(null_fd, STDIN_FILENO);
+    dup2(out_pipe[1], STDOUT_FILENO);
+    dup2(err_pipe[1], STDERR_FILENO);
+    if (chdir(cwd.c_str()) != 0) {
+      const char msg[] = "cannot enter the working directory\n";
+      (void)!write(STDERR_FILENO, msg, sizeof msg - 1);
+      _exit(127);
+    }
+    execve(args[0], args.data(), envp.data());
+    const char msg[] = "cannot execute the program\n";
+    (void)!write(STDERR_FILENO, msg, sizeof msg - 1);
+    _exit(errno == ENOENT ? 127 : 126);
+  }
+  if (null_fd >= 0) close(null_fd);
+  close(out_pipe[1]);
+  close(err_pipe[1]);
+  if (pid < 0) {
+    r.start_error = std::string("fork: ") + std::strerror(errno);
+    close(out_pipe[0]);
+    close(err_pipe[0]);
+    return r;
+  }
+
+  int fds[2] = {out_pipe[0], err_pipe[0]};
+  std::string* into[2] = {&r.out, &r.err};
+  for (int fd : fds) fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+  const auto deadline =
+      Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                         std::chrono::duration<double>(std::max(0.0, timeout_seconds)));
+  while (fds[0] >= 0 || fds[1] >= 0) {
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+    if (left <= 0) {
+      r.timed_out = true;
+      kill(pid, SIGKILL);
+      break;
+    }
+    pollfd p[2];
+    nfds_t n = 0;
+    int which[2];
+    for (int i = 0; i < 2; ++i) {
+      if (fds[i] < 0) continue;
+      p[n] = {fds[i], POLLIN, 0};
+      which[n++] = i;
+    }
+    const int ready = poll(p, n, static_cast<int>(std::min<long long>(left, 1000)));
+    if (ready < 0 && errno != EINTR) break;
+    for (nfds_t j = 0; j < n && ready > 0; ++j) {
+      if (p[j].revents == 0) continue;
+      if (!drain(fds[which[j]], into[which[j]])) close_fd(&fds[which[j]]);
+    }
+  }
+  close_fd(&fds[0]);
+  close_fd(&fds[1]);
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (WIFEXITED(status)) {
+    r.code = WEXITSTATUS(status);
+  } else if (WIFSIGNALED(status)) {
+    r.signal = WTERMSIG(status);
+    r.code = 128 + r.signal;
+  }
+  return r;
+}
+
+}  // namespace dl

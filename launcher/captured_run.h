@@ -1,0 +1,28 @@
+// Running a program to its end with its output captured and a deadline: what the batch-size search
+// needs of each probe (and of `dl-train --version`). The supervisor is for the training program
+// itself, whose output goes to the terminal and whose stop signals are forwarded.
+#pragma once
+
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace dl {
+
+struct CapturedRun {
+  using Env = std::vector<std::pair<std::string, std::string>>;
+
+  int code = -1;           // exit status, or 128+N when it died of signal N; -1: not started
+  int signal = 0;          // N when it died of signal N
+  bool timed_out = false;  // killed at the deadline
+  std::string out, err;
+  std::string start_error;  // why it could not be started
+};
+
+// Runs argv (argv[0] a path) in `cwd` with the launcher's environment plus `env` (which wins;
+// within `env`, the last value of a name),
+// stdin from /dev/null, stdout and stderr captured. Killed with SIGKILL after `timeout_seconds`.
+CapturedRun run_captured(const std::vector<std::string>& argv, const std::string& cwd,
+                         const CapturedRun::Env& env, double timeout_seconds);
+
+}  // namespace dl

@@ -1,0 +1,53 @@
+// A small JSON reader for what the launcher reads back: the probe's one-line report and the
+// workspace's batch-size cache. Whole documents only; numbers keep their text, so byte counts
+// beyond 2^53 survive.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace dl {
+
+class JsonValue {
+ public:
+  enum class Type { kNull, kBool, kNumber, kString, kArray, kObject };
+
+  Type type() const { return type_; }
+  bool is_object() const { return type_ == Type::kObject; }
+  bool is_array() const { return type_ == Type::kArray; }
+
+  // The member `key` of an object; nullptr when absent or when this is not an object.
+  const JsonValue* find(const std::string& key) const;
+  const std::vector<JsonValue>& items() const { return items_; }  // an array's elements
+  const std::vector<std::pair<std::string, JsonValue>>& members() const { return members_; }
+
+  // Typed reads; nullopt when the type differs (or the number is not a whole one in range).
+  std::optional<bool> as_bool() const;
+  std::optional<double> as_double() const;
+  std::optional<std::int64_t> as_i64() const;
+  std::optional<std::uint64_t> as_u64() const;
+  std::optional<std::string> as_string() const;
+
+  // Member reads with a fallback for an absent or mistyped member.
+  bool get_bool(const std::string& key, bool fallback) const;
+  double get_double(const std::string& key, double fallback) const;
+  std::int64_t get_i64(const std::string& key, std::int64_t fallback) const;
+  std::uint64_t get_u64(const std::string& key, std::uint64_t fallback) const;
+  std::string get_string(const std::string& key, const std::string& fallback) const;
+
+ private:
+  friend class JsonParser;
+  Type type_ = Type::kNull;
+  bool bool_ = false;
+  std::string text_;  // a string's value, or a number's text
+  std::vector<JsonValue> items_;
+  std::vector<std::pair<std::string, JsonValue>> members_;
+};
+
+// Parses a whole document; nullopt (with `error` set when given) on malformed input.
+std::optional<JsonValue> parse_json(const std::string& text, std::string* error = nullptr);
+
+}  // namespace dl

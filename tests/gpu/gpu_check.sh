@@ -1,0 +1,237 @@
+#!/usr/bin/env bash
+# The GPU check (DESIGN.md, "The GPU check"): on any CUDA machine with PyTorch and CMake, without
+# Debian dev packages or a network, builds the trainer against the LibTorch that PyTorch carries
+# (a newer one than the image's 1.13: the autocast compatibility header's other branch) and checks
+# in a few minutes what only a GPU can show:
+#
+#   * fp16 and bf16 training steps against fp32 (losses within tolerance);
+#   * the GradScaler's fused CUDA ops against its plain implementation (same scale sequence,
+#     gradients and weights on injected inf/NaN), and against PyTorch's expected sequence;
+#   * ResNet-50 at 224x224: peak memory of fp32 vs fp16 at equal batch (goal: AMP <= 0.55x), and
+#     samples/s at each precision's largest batch;
+#   * dl-train itself on CUDA (fp16, then auto precision with an injected out-of-memory) and the
+#     unit tests, where the C++ ABI lets dl-train link (see below).
+#
+# It prints a short table last and writes it to $OUT/gpu_check.md when OUT is set; the results go
+# to bench/RESULTS.md with the GPU named. The measurements come from tests/gpu/gpu_check.cpp
+# (dl_gpu_check): dl-train's probe mode measures fp32 only for now.
+#
+#   tests/gpu/gpu_check.sh [--cpu-only] [--build-dir DIR] [--deps DIR] [--python PY]
+#                          [--max-batch N] [--batch N]
+#
+# --cpu-only: for a machine without a GPU (the development machine): builds dl_gpu_check against
+#   the LibTorch found (PyTorch's, else the system's) and runs the scaler check on the CPU, where
+#   LibTorch 1.13 has no fused kernels, so the plain path is checked against PyTorch's sequence.
+# --deps DIR: what env/gpu-deps.sh prepared (default <repo>/.gpu-deps): spdlog, fmt, Boost,
+#   GoogleTest, zlib as Debian 12 packs them; DIR/root.tar.xz is unpacked when DIR/root is missing.
+#   Without it the system's packages are used.
+#
+# Boost.program_options and spdlog from Debian use the C++11 ABI. PyTorch wheels before 2.7 use
+# the old one (torch._C._GLIBCXX_USE_CXX11_ABI == False): then dl-train and the unit tests cannot
+# link and are skipped with a note; dl_gpu_check (no Boost, spdlog header-only) still builds.
+# Debian 12's libspdlog also needs glibc >= 2.34 and GCC 12's libstdc++: where dl-train fails to
+# build for such a reason, the failure is reported and the measurements still run.
+#
+# Exit status: 0 all checks passed; 1 a check failed; 64 bad option; 69 no CUDA device (without
+# --cpu-only) or a build prerequisite missing.
+set -uo pipefail
+
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+cpu_only=0
+build=""
+deps="$root/.gpu-deps"
+python=${PYTHON:-python3}
+max_batch=2048
+batch=64
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --cpu-only) cpu_only=1 ;;
+    --build-dir) build=$2; shift ;;
+    --deps) deps=$2; shift ;;
+    --python) python=$2; shift ;;
+    --max-batch) max_batch=$2; shift ;;
+    --batch) batch=$2; shift ;;
+    -h|--help) sed -n '2,/^set -uo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+    *) echo "gpu_check.sh: unknown option '$1' (see --help)" >&2; exit 64 ;;
+  esac
+  shift
+done
+[ -n "$build" ] || build="$root/build/gpu$([ $cpu_only -eq 1 ] && echo -cpu)"
+logs="$build/gpu_check_logs"
+start=$(date +%s)
+
+say() { echo "gpu_check.sh: $*"; }
+die() { echo "gpu_check.sh: $2" >&2; exit "$1"; }
+
+# --- dependencies prepared by env/gpu-deps.sh --------------------------------------------------
+cmake_deps=()
+if [ -d "$deps" ]; then
+  if [ ! -d "$deps/root" ] && [ -f "$deps/root.tar.xz" ]; then
+    say "unpacking $deps/root.tar.xz"
+    tar -C "$deps" -xJf "$deps/root.tar.xz" || die 69 "cannot unpack $deps/root.tar.xz"
+  fi
+  if [ -f "$deps/env.sh" ] && [ -d "$deps/root" ]; then
+    # shellcheck source=/dev/null
+    source "$deps/env.sh"
+    cmake_lib="$deps/root/usr/lib/x86_64-linux-gnu"
+    # Named one by one: CMake looks in lib/<arch>/cmake only where it knows the architecture
+    # triplet (Debian-style systems), and FindZLIB wants its root.
+    cmake_deps=(
+      "-Dspdlog_DIR=$cmake_lib/cmake/spdlog" "-Dfmt_DIR=$cmake_lib/cmake/fmt"
+      "-DBoost_DIR=$(echo "$cmake_lib"/cmake/Boost-*)" "-DGTest_DIR=$cmake_lib/cmake/GTest"
+      "-DZLIB_ROOT=$deps/root/usr")
+    say "dependencies from $deps"
+  fi
+fi
+
+# --- LibTorch: PyTorch's -------------------------------------------------------------------------
+torch_prefix=""
+abi=1
+torch_version="(system LibTorch)"
+gpu_name=""
+if "$python" -c 'import torch' >/dev/null 2>&1; then
+  prefix=$("$python" -c 'import torch; print(torch.utils.cmake_prefix_path)')
+  if [ -d "$prefix/Torch" ]; then
+    torch_prefix=$prefix
+    abi=$("$python" -c 'import torch; print(int(torch._C._GLIBCXX_USE_CXX11_ABI))')
+    torch_version="PyTorch $("$python" -c 'import torch; print(torch.__version__)')"
+  fi
+  gpu_name=$("$python" -c 'import torch; print(torch.cuda.get_device_name(0) if torch.cuda.is_available() else "")' 2>/dev/null)
+fi
+if [ $cpu_only -eq 0 ]; then
+  [ -n "$torch_prefix" ] || die 69 "$python has no PyTorch with CMake files (torch.utils.cmake_prefix_path); use --python"
+  [ -n "$gpu_name" ] || die 69 "PyTorch sees no CUDA device; use --cpu-only on a machine without one"
+  # A CUDA LibTorch's CMake files look for the CUDA toolkit (nvcc).
+  if ! command -v nvcc >/dev/null 2>&1; then
+    for d in /usr/local/cuda/bin /usr/local/cuda-*/bin; do
+      [ -x "$d/nvcc" ] && export PATH="$d:$PATH" && break
+    done
+  fi
+  command -v nvcc >/dev/null 2>&1 || die 69 "no nvcc on PATH or in /usr/local/cuda*: CUDA LibTorch's CMake files need the CUDA toolkit"
+fi
+say "LibTorch: $torch_version${torch_prefix:+ ($torch_prefix)}, C++11 ABI $abi${gpu_name:+, GPU $gpu_name}"
+
+# --- configure and build -------------------------------------------------------------------------
+mkdir -p "$logs"
+generator=()
+command -v ninja >/dev/null 2>&1 && generator=(-G Ninja)
+full=1
+[ $cpu_only -eq 1 ] && full=0
+if [ "$abi" = "0" ]; then
+  full=0
+  say "PyTorch uses the pre-C++11 ABI: Debian's Boost cannot link with it; building dl_gpu_check only"
+fi
+configure=(cmake -S "$root" -B "$build" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release
+  -DDL_BUILD_BENCH=OFF -DDL_WERROR=OFF "${cmake_deps[@]}")
+[ -n "$torch_prefix" ] && configure+=("-DCMAKE_PREFIX_PATH=$torch_prefix")
+# Explicit either way: a build directory remembers the last value.
+configure+=("-DDL_SPDLOG_HEADER_ONLY=$([ "$abi" = "0" ] && echo ON || echo OFF)")
+say "configuring $build"
+"${configure[@]}" >"$logs/configure.log" 2>&1 || { tail -30 "$logs/configure.log"; die 69 "configure failed (log: $logs/configure.log)"; }
+grep -E "dl-train:|dl::data:" "$logs/configure.log" | sed 's/^-- /  /'
+rows=()
+failed=0
+targets=(dl_gpu_check)
+[ $full -eq 1 ] && targets+=(dl-train dl_train_unit_tests)
+say "building ${targets[*]}"
+if ! cmake --build "$build" --parallel "$(nproc)" --target "${targets[@]}" >"$logs/build.log" 2>&1; then
+  grep -m 20 -E "error|Error|undefined reference" "$logs/build.log"
+  [ $full -eq 1 ] || die 69 "build failed (log: $logs/build.log)"
+  # Debian's compiled spdlog and Boost need glibc >= 2.34 and GCC 12's libstdc++: on an older
+  # system dl-train cannot link, but the measurements (spdlog header-only, no Boost) still can.
+  failed=1
+  full=0
+  rows+=("| build dl-train against $torch_version | FAIL | log $logs/build.log; measurements continue |")
+  say "dl-train did not build; building dl_gpu_check alone (spdlog header-only)"
+  if ! { "${configure[@]}" -DDL_SPDLOG_HEADER_ONLY=ON >"$logs/configure-fallback.log" 2>&1 &&
+    cmake --build "$build" --parallel "$(nproc)" --target dl_gpu_check \
+      >"$logs/build-fallback.log" 2>&1; }; then
+    die 69 "dl_gpu_check did not build either (logs: $logs/*-fallback.log)"
+  fi
+fi
+say "built in $(( $(date +%s) - start )) s"
+
+# --- checks ----------------------------------------------------------------------------------------
+check_bin="$build/tests/gpu/dl_gpu_check"
+# run NAME COMMAND...: runs a check with its output shown and logged; collects its table rows.
+run() {
+  local name=$1 rc=0
+  shift
+  say "== $name"
+  "$@" 2>&1 | tee "$logs/$name.log" || rc=$?
+  while IFS= read -r line; do rows+=("${line#row: }"); done < <(grep '^row: ' "$logs/$name.log")
+  if [ $rc -ne 0 ]; then
+    failed=1
+    grep -q '^row: ' "$logs/$name.log" || rows+=("| $name | FAIL | exit $rc, log $logs/$name.log |")
+  fi
+}
+
+run scaler-cpu "$check_bin" scaler --device cpu
+if [ $cpu_only -eq 0 ]; then
+  run scaler-cuda "$check_bin" scaler --device cuda
+  run precision "$check_bin" precision --device cuda
+  run memory "$check_bin" memory --device cuda --batch "$batch"
+  run throughput "$check_bin" throughput --device cuda --max-batch "$max_batch"
+fi
+
+# dl-train end to end on CUDA: fp16 (GradScaler, fused path), then auto precision with an injected
+# out-of-memory (the caching allocator is emptied and the micro-batch halved); and the unit tests.
+# train_run NAME ENV ARGS...: dl-train on the synthetic data, on CUDA, with the environment
+# assignment ENV ("" for none) and ARGS; output logged and shown.
+train_run() {
+  local name=$1 assignment=$2 ws="$build/gpu_check_ws/$1" rc=0
+  shift 2
+  rm -rf "$ws" && mkdir -p "$ws"
+  (cd "$ws" && env ${assignment:+"$assignment"} "$build/trainer/dl-train" \
+    --data "$build/gpu_check_ws/data" --device cuda --epochs 1 --limit-batches 20 \
+    --batch-size 64 --monitor-every 0 --name r "$@") >"$logs/$name.log" 2>&1 || rc=$?
+  cat "$logs/$name.log"
+  return $rc
+}
+if [ $full -eq 1 ]; then
+  mkdir -p "$build/gpu_check_ws/data"
+  # 1408 synthetic 28x28 images (labels i % 10) and 128 for validation, as MNIST-layout IDX files.
+  "$python" - "$build/gpu_check_ws/data" <<'PY'
+import os, random, struct, sys
+d = sys.argv[1]
+rng = random.Random(1)
+for prefix, n in (("train", 1408), ("t10k", 128)):
+    with open(os.path.join(d, prefix + "-images-idx3-ubyte"), "wb") as f:
+        f.write(struct.pack(">IIII", 2051, n, 28, 28) + bytes(rng.randrange(256) for _ in range(n * 784)))
+    with open(os.path.join(d, prefix + "-labels-idx1-ubyte"), "wb") as f:
+        f.write(struct.pack(">II", 2049, n) + bytes(i % 10 for i in range(n)))
+PY
+  say "== dl-train fp16"
+  if train_run train-fp16 "" --precision fp16 && grep -q "precision fp16" "$logs/train-fp16.log"; then
+    rows+=("| dl-train fp16 on CUDA | ok | $(grep -o 'overflow step(s) skipped, loss scale [0-9.e+]*' "$logs/train-fp16.log" | head -1) |")
+  else
+    failed=1; rows+=("| dl-train fp16 on CUDA | FAIL | log $logs/train-fp16.log |")
+  fi
+  say "== dl-train auto precision, injected out-of-memory"
+  if train_run train-oom DL_FAULT_OOM_ABOVE=32 && grep -q "continuing with 2 micro-batches of 32" "$logs/train-oom.log"; then
+    rows+=("| dl-train auto precision + injected OOM on CUDA | ok | $(grep -o 'precision [a-z0-9]* ([^)]*)' "$logs/train-oom.log" | head -1); halved to 2 x 32 |")
+  else
+    failed=1; rows+=("| dl-train auto precision + injected OOM on CUDA | FAIL | log $logs/train-oom.log |")
+  fi
+  run unit-tests "$build/tests/unit/train/dl_train_unit_tests" --gtest_brief=1
+  if grep -q "PASSED" "$logs/unit-tests.log" && ! grep -q "FAILED" "$logs/unit-tests.log"; then
+    rows+=("| dl_train_unit_tests ($torch_version) | ok | $(grep -o '[0-9]* tests\? from [0-9]* test suites\? ran' "$logs/unit-tests.log") |")
+  fi
+elif [ $cpu_only -eq 0 ]; then
+  rows+=("| dl-train and unit tests | skipped | PyTorch's pre-C++11 ABI cannot link Debian's Boost |")
+fi
+
+# --- table -----------------------------------------------------------------------------------------
+table=$(
+  echo "GPU check, $(date -u +%Y-%m-%d), ${gpu_name:-no GPU (--cpu-only)}, $torch_version, $(( $(date +%s) - start )) s"
+  echo
+  echo "| check | result | detail |"
+  echo "|---|---|---|"
+  printf '%s\n' "${rows[@]}"
+)
+echo
+echo "$table"
+if [ -n "${OUT:-}" ]; then
+  mkdir -p "$OUT" && echo "$table" >"$OUT/gpu_check.md" && cp -r "$logs" "$OUT/" 2>/dev/null
+fi
+exit $failed

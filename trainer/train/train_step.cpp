@@ -1,0 +1,142 @@
+// Training step and evaluation batch.
+#include "train/train_step.h"
+
+#include <spdlog/spdlog.h>
+#include <torch/torch.h>
+
+#include <optional>
+#include <utility>
+
+#include "errors.h"
+#include "train/autocast.h"
+#include "train/oom.h"
+
+namespace dl::train {
+
+at::Tensor forward_logits(model::Model& net, const at::Tensor& images, Precision precision,
+                          c10::Device device) {
+  maybe_inject_oom(images.size(0));
+  std::optional<AutocastGuard> autocast;
+  if (uses_autocast(precision)) autocast.emplace(device.type(), autocast_dtype(precision));
+  return net.forward(images).to(torch::kFloat);
+}
+
+StepRunner::StepRunner(model::Model& net, torch::optim::Optimizer& optimizer,
+                       std::vector<at::Tensor> params, GradScaler& scaler, Precision precision,
+                       c10::Device device, double clip_norm, MicroBatching micro)
+    : net_(net),
+      optimizer_(optimizer),
+      params_(std::move(params)),
+      scaler_(scaler),
+      precision_(precision),
+      device_(device),
+      clip_norm_(clip_norm),
+      micro_(micro) {}
+
+void StepRunner::drop_gradients() {
+  // Undefined rather than zeroed: the memory goes back to the allocator.
+  for (auto& p : params_) p.mutable_grad() = at::Tensor();
+}
+
+void StepRunner::recover_from_oom(std::int64_t n, bool training) {
+  release_cached_memory(device_);
+  const char* where = training ? "in a training step" : "in validation";
+  if (!micro_.shrink(n)) {
+    throw UserError(exit_code::kUnavailable,
+                    std::string("out of memory ") + where +
+                        " even with micro-batches of 1 sample on " + device_.str() +
+                        ": the model does not fit; use a smaller model or --image-size");
+  }
+  if (training) {
+    spdlog::warn("{}", micro_.describe_shrink(n));
+  } else {
+    // Training shares the smaller pieces from now on.
+    spdlog::warn("out of memory in validation at batch {}: continuing in pieces of {}", n,
+                 micro_.limit());
+  }
+}
+
+BatchTotals StepRunner::accumulate_gradients(const at::Tensor& images, const at::Tensor& labels) {
+  const std::int64_t n = images.size(0);
+  const auto pieces = micro_.split(n);
+  BatchTotals t;
+  t.loss_sum = torch::zeros({}, torch::TensorOptions().dtype(torch::kDouble).device(device_));
+  t.correct = torch::zeros({}, torch::TensorOptions().dtype(torch::kLong).device(device_));
+  for (const auto& [start, len] : pieces) {
+    const at::Tensor x = pieces.size() == 1 ? images : images.narrow(0, start, len);
+    const at::Tensor y = pieces.size() == 1 ? labels : labels.narrow(0, start, len);
+    const at::Tensor logits = forward_logits(net_, x, precision_, device_);
+    const at::Tensor loss = torch::nn::functional::cross_entropy(logits, y);
+    // The mean over the piece weighted by its share: the pieces' gradients sum to the batch's.
+    const at::Tensor weighted =
+        pieces.size() == 1 ? loss : loss * (static_cast<double>(len) / static_cast<double>(n));
+    scaler_.scale(weighted).backward();
+    t.loss_sum += loss.detach().to(torch::kDouble) * static_cast<double>(len);
+    t.correct += logits.detach().argmax(1).eq(y).sum();
+  }
+  return t;
+}
+
+StepResult StepRunner::train(const at::Tensor& images, const at::Tensor& labels) {
+  const std::int64_t n = images.size(0);
+  StepResult r;
+  while (true) {
+    optimizer_.zero_grad();
+    try {
+      r.totals = accumulate_gradients(images, labels);
+      break;
+    } catch (const std::exception& e) {
+      if (!is_out_of_memory(e)) throw;
+    }
+    // Outside the handler, so the exception (and anything it holds) is gone first; the step's
+    // activations went with accumulate_gradients' frames. Its partial gradients go now.
+    drop_gradients();
+    recover_from_oom(n, /*training=*/true);
+  }
+  try {
+    // Clipping needs the true gradients: unscale first (a no-op without loss scaling).
+    scaler_.unscale(optimizer_);
+    if (clip_norm_ > 0) torch::nn::utils::clip_grad_norm_(params_, clip_norm_);
+    r.stepped = scaler_.step(optimizer_);
+    scaler_.update();
+  } catch (const std::exception& e) {
+    if (!is_out_of_memory(e)) throw;
+    throw UserError(exit_code::kUnavailable,
+                    "out of memory in the optimizer step on " + device_.str() +
+                        " (its state is allocated at the first step): the model does not fit");
+  }
+  return r;
+}
+
+BatchTotals StepRunner::evaluate_pieces(const at::Tensor& images, const at::Tensor& labels) {
+  const std::int64_t n = images.size(0);
+  const auto pieces = micro_.split(n);
+  BatchTotals t;
+  t.loss_sum = torch::zeros({}, torch::TensorOptions().dtype(torch::kDouble).device(device_));
+  t.correct = torch::zeros({}, torch::TensorOptions().dtype(torch::kLong).device(device_));
+  for (const auto& [start, len] : pieces) {
+    const at::Tensor x = pieces.size() == 1 ? images : images.narrow(0, start, len);
+    const at::Tensor y = pieces.size() == 1 ? labels : labels.narrow(0, start, len);
+    const at::Tensor logits = forward_logits(net_, x, precision_, device_);
+    t.loss_sum +=
+        torch::nn::functional::cross_entropy(
+            logits, y, torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum))
+            .to(torch::kDouble);
+    t.correct += logits.argmax(1).eq(y).sum();
+  }
+  return t;
+}
+
+BatchTotals StepRunner::evaluate(const at::Tensor& images, const at::Tensor& labels) {
+  const std::int64_t n = images.size(0);
+  while (true) {
+    try {
+      return evaluate_pieces(images, labels);
+    } catch (const std::exception& e) {
+      if (!is_out_of_memory(e)) throw;
+    }
+    recover_from_oom(n, /*training=*/false);
+  }
+}
+
+}  // namespace dl::train

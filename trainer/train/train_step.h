@@ -1,0 +1,70 @@
+// One training step and one evaluation batch, with everything precision and memory ask for: the
+// forward under autocast (loss computed in fp32 on logits.float()), the batch in micro-batches
+// with gradient accumulation, loss scaling with unscale-before-clip and skipped overflow steps,
+// and on an out-of-memory: free, halve the micro-batch, log it once, retry the same batch.
+#pragma once
+
+#include <ATen/core/Tensor.h>
+#include <c10/core/Device.h>
+
+#include <vector>
+
+#include "model/model.h"
+#include "train/grad_scaler.h"
+#include "train/micro_batch.h"
+#include "train/precision.h"
+
+namespace torch::optim {
+class Optimizer;
+}
+
+namespace dl::train {
+
+// The forward pass as training and evaluation run it: the fault-injection hook, autocast for
+// fp16/bf16, and the logits returned as float32 so softmax and the loss stay in fp32.
+at::Tensor forward_logits(model::Model& net, const at::Tensor& images, Precision precision,
+                          c10::Device device);
+
+struct BatchTotals {
+  at::Tensor loss_sum;  // sum over samples of the per-sample loss: double, on the device
+  at::Tensor correct;   // correctly classified samples: int64, on the device
+};
+
+struct StepResult {
+  BatchTotals totals;
+  bool stepped = true;  // false: the scaler found inf/NaN gradients and skipped the step
+};
+
+class StepRunner {
+ public:
+  // `params` are the optimizer's parameters (clipped together). clip_norm 0: no clipping.
+  StepRunner(model::Model& net, torch::optim::Optimizer& optimizer, std::vector<at::Tensor> params,
+             GradScaler& scaler, Precision precision, c10::Device device, double clip_norm,
+             MicroBatching micro = MicroBatching());
+
+  // One optimizer step on the batch. Throws UserError (69) when even single samples run out of
+  // memory, or when the optimizer's own step does (its partial update cannot be retried).
+  StepResult train(const at::Tensor& images, const at::Tensor& labels);
+
+  // Loss and accuracy of a batch in evaluation (the caller sets eval mode and no-grad).
+  BatchTotals evaluate(const at::Tensor& images, const at::Tensor& labels);
+
+  const MicroBatching& micro() const { return micro_; }
+
+ private:
+  BatchTotals accumulate_gradients(const at::Tensor& images, const at::Tensor& labels);
+  BatchTotals evaluate_pieces(const at::Tensor& images, const at::Tensor& labels);
+  void recover_from_oom(std::int64_t n, bool training);
+  void drop_gradients();
+
+  model::Model& net_;
+  torch::optim::Optimizer& optimizer_;
+  std::vector<at::Tensor> params_;
+  GradScaler& scaler_;
+  Precision precision_;
+  c10::Device device_;
+  double clip_norm_;
+  MicroBatching micro_;
+};
+
+}  // namespace dl::train
