@@ -291,7 +291,13 @@ TEST(BatchSearchOnCpu, LargestBatchWithinTheBudgetCachedForTheNextStart) {
             << " peaks at " << mine->get_u64("peak_bytes", 0) / MiB << " MiB, batch " << next
             << " at " << above_peak / MiB << " MiB"
             << (searched_next != nullptr ? " (as the search measured it)" : " (not probed before)")
-            << "; " << trials.size() << " probes in " << search->get_double("seconds", 0) << " s\n";
+            << "; " << trials.size() << " probes in " << search->get_double("seconds", 0)
+            << " s; trials:";
+  for (const auto& t : trials) {
+    std::cout << " " << t.get_i64("batch", 0) << "=" << t.get_u64("peak_bytes", 0) / MiB
+              << (t.get_bool("fits", false) ? "" : "x");
+  }
+  std::cout << "\n";
 }
 
 }  // namespace
