@@ -4,7 +4,11 @@
 #include "data/file_list_source.h"
 
 #include <algorithm>
+#include <mutex>
+#include <set>
+#include <string>
 #include <utility>
+#include <vector>
 
 #include "data/data_error.h"
 
@@ -39,7 +43,7 @@ class FileListSource : public SampleSource {
             std::uint8_t* dst) const override {
     thread_local std::vector<std::uint8_t> encoded;
     if (!read_file_into(files_[static_cast<std::size_t>(index)].path, encoded) || encoded.empty()) {
-      return false;
+      return fail(index);
     }
     const bool grey = t.out.channels == 1;
     // IMREAD_COLOR drops alpha and expands grey to 3 channels; EXIF orientation is ignored because
@@ -51,9 +55,9 @@ class FileListSource : public SampleSource {
       image = cv::imdecode(cv::Mat(1, static_cast<int>(encoded.size()), CV_8UC1, encoded.data()),
                            flags);
     } catch (const cv::Exception&) {
-      return false;
+      return fail(index);
     }
-    if (image.empty() || image.depth() != CV_8U) return false;
+    if (image.empty() || image.depth() != CV_8U) return fail(index);
     transform_interleaved(image.data, image.rows, image.cols, image.channels(), image.step[0], t,
                           rng, dst);
     if (!grey && t.out.channels == 3) {
@@ -66,7 +70,20 @@ class FileListSource : public SampleSource {
     return true;
   }
 
+  std::vector<std::string> failures() const override {
+    std::lock_guard<std::mutex> lock(failed_mutex_);
+    return {failed_.begin(), failed_.end()};
+  }
+
  private:
+  // Records the file that could not be read or decoded, for the trainer's report.
+  bool fail(std::int64_t index) const {
+    std::lock_guard<std::mutex> lock(failed_mutex_);
+    failed_.insert(files_[static_cast<std::size_t>(index)].path);
+    return false;
+  }
+  mutable std::mutex failed_mutex_;
+  mutable std::set<std::string> failed_;
   std::vector<LabelledFile> files_;
   int num_classes_;
   std::string description_;

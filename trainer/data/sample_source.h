@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <random>
 #include <string>
+#include <vector>
 
 namespace dl::data {
 
@@ -47,6 +48,9 @@ class SampleSource {
                     std::uint8_t* dst) const = 0;
   // "Fashion-MNIST IDX /usr/share/datasets/fashion-mnist (60000 samples, 10 classes)"
   virtual std::string describe() const = 0;
+  // The samples load() could not decode so far (file paths where there are files), for the report
+  // at the end of an epoch.
+  virtual std::vector<std::string> failures() const { return {}; }
 };
 
 }  // namespace dl::data

@@ -27,6 +27,7 @@ class Subset : public data::SampleSource {
             std::uint8_t* dst) const override {
     return base_->load(indices_[static_cast<std::size_t>(i)], t, rng, dst);
   }
+  std::vector<std::string> failures() const override { return base_->failures(); }
   std::string describe() const override {
     return what_ + " of " + base_->describe() + ": " + std::to_string(indices_.size()) + " samples";
   }

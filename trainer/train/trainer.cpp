@@ -23,6 +23,7 @@
 #include "model/adamw_state.h"
 #include "model/checkpoint.h"
 #include "model/model.h"
+#include "text.h"
 #include "train/data_setup.h"
 #include "train/device_feed.h"
 #include "train/grad_scaler.h"
@@ -350,15 +351,19 @@ int run_training(const TrainConfig& config) {
     const double bad_fraction = static_cast<double>(skipped) /
                                 static_cast<double>(std::max<std::int64_t>(1, seen + skipped));
     if (skipped > 0) {
-      spdlog::warn("{} sample(s) could not be decoded and were skipped this epoch ({:.2f}%)",
-                   skipped, 100.0 * bad_fraction);
+      const auto bad = d.train->failures();
+      std::string names;
+      for (std::size_t i = 0; i < bad.size() && i < 5; ++i) names += (i ? ", " : "") + bad[i];
+      if (bad.size() > 5) names += " and " + std::to_string(bad.size() - 5) + " more";
+      spdlog::warn("{} sample(s) could not be decoded and were skipped this epoch ({:.2f}%){}{}",
+                   skipped, 100.0 * bad_fraction, names.empty() ? "" : ": ", names);
     }
     if (bad_fraction > config.max_bad_fraction) {
       throw UserError(exit_code::kBadData,
                       "data " + d.location + ": " + std::to_string(skipped) + " of " +
                           std::to_string(seen + skipped) +
                           " samples could not be decoded, above --max-bad-fraction " +
-                          std::to_string(config.max_bad_fraction));
+                          format_number(config.max_bad_fraction));
     }
 
     const Totals val = evaluate(*net, runner, val_loader, feed, device);
