@@ -12,12 +12,13 @@
 #   wait %     time blocked fetching the next batch / train s. Target for dl-train: <= 2%.
 #
 # Before each run it waits (up to --settle-max, default 900 s) for the rest of the machine to use
-# fewer than --settle cores (default 0.25; 0 = never wait); the table shows what others used
-# during the runs all the same. --keep DIR keeps every run's logs and results.tsv.
+# fewer than --settle cores (default 0.25; 0 = never wait), and a run during which others used
+# --settle cores or more is redone, --retries times at most (default 2); the table shows what
+# others used during the counted runs. --keep DIR keeps every run's logs and the raw rows.
 #
 # Usage: bench/epoch_bench.sh [--repeat N] [--workers "0 1"] [--dl-train PATH] [--quick]
-#                             [--settle CORES] [--settle-max S] [--data DIR] [--python PATH]
-#                             [--keep DIR]
+#                             [--settle CORES] [--settle-max S] [--retries N] [--data DIR]
+#                             [--python PATH] [--keep DIR]
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -31,6 +32,7 @@ quick=0
 keep=""
 settle=0.25
 settle_max=900
+retries=2
 batch=64
 threads=2
 
@@ -47,6 +49,7 @@ while [[ $# -gt 0 ]]; do
     --keep) [[ $# -ge 2 ]] || die "--keep needs a directory"; keep="$2"; shift 2 ;;
     --settle) [[ $# -ge 2 ]] || die "--settle needs a number of cores (0 for no waiting)"; settle="$2"; shift 2 ;;
     --settle-max) [[ $# -ge 2 ]] || die "--settle-max needs seconds"; settle_max="$2"; shift 2 ;;
+    --retries) [[ $# -ge 2 ]] || die "--retries needs a number"; retries="$2"; shift 2 ;;
     --quick) quick=1; shift ;;
     -h|--help) usage; exit 0 ;;
     *) die "unknown argument $1 (see --help)" ;;
@@ -56,6 +59,7 @@ done
 [[ "$repeat" =~ ^[1-9][0-9]*$ ]] || die "--repeat $repeat: expected a whole number >= 1"
 [[ "$settle" =~ ^[0-9]+(\.[0-9]+)?$ ]] || die "--settle $settle: expected a number of cores, e.g. 0.25"
 [[ "$settle_max" =~ ^[0-9]+$ ]] || die "--settle-max $settle_max: expected whole seconds"
+[[ "$retries" =~ ^[0-9]+$ ]] || die "--retries $retries: expected a whole number"
 for w in $workers; do [[ "$w" =~ ^[0-9]+$ ]] || die "--workers: $w is not a whole number"; done
 [[ -n "${workers// /}" ]] || die "--workers: give at least one worker count"
 [[ -x "$dl_train" ]] || die "--dl-train $dl_train: not an executable (build it: cmake --build build/release)"
@@ -73,11 +77,14 @@ work="$(mktemp -d "${TMPDIR:-/tmp}/epoch_bench.XXXXXX")"
 cleanup() { [[ -n "$keep" ]] && { mkdir -p "$keep"; cp -r "$work"/. "$keep"/; }; rm -rf "$work"; }
 trap cleanup EXIT
 results="$work/results.tsv"
+rejected="$work/rejected.tsv"  # runs redone because others used the machine meanwhile
+row="$work/row"
 # Every run uses this copy: a rebuild of the original during the bench cannot mix two binaries.
 cp "$dl_train" "$work/dl-train"
 dl_train_origin="$dl_train"
 dl_train="$work/dl-train"
-printf 'program\tworkers\trep\ttrain_s\tepoch_s\twait_pct\tval_acc\twall_s\tothers\tcpu_s\tminflt\n' >"$results"
+printf 'program\tworkers\trep\ttrain_s\tepoch_s\twait_pct\tval_acc\twall_s\tothers\tcpu_s\tminflt\n' \
+  | tee "$rejected" >"$results"
 
 # A clean environment for both: no DL_* from the caller, no dl.conf or data/ in the working
 # directory (dl-train would read them), the same data directory passed explicitly.
@@ -121,8 +128,8 @@ print(f"{((j1 - j0) / ticks - cpu) / (t1 - t0):.2f}\t{cpu:.2f}\t{faults}")
 PY
 }
 
-run_dl_train() {  # workers rep
-  local w="$1" rep="$2" dir="$work/dl-train-w$1-r$2"
+run_dl_train() {  # workers rep try: appends one row to $row
+  local w="$1" rep="$2" dir="$work/dl-train-w$1-r$2-t$3"
   mkdir -p "$dir/cwd"
   local t0 t1 j0 j1
   j0=$(busy_jiffies) t0=$(now)
@@ -150,11 +157,11 @@ run_dl_train() {  # workers rep
         printf "dl-train\t%s\t%s\t%.3f\t%s\t%s\t%s\t%.3f\t%s\n", w, rep,
                n / $col["samples_per_second"], $col["epoch_seconds"], $col["data_wait_percent"],
                $col["val_acc"], t1 - t0, usage
-      }' "$dir/run/metrics.csv" >>"$results"
+      }' "$dir/run/metrics.csv" >"$row"
 }
 
-run_reference() {  # workers rep
-  local w="$1" rep="$2" dir="$work/reference-w$1-r$2"
+run_reference() {  # workers rep try: appends one row to $row
+  local w="$1" rep="$2" dir="$work/reference-w$1-r$2-t$3"
   mkdir -p "$dir"
   local t0 t1 j0 j1
   j0=$(busy_jiffies) t0=$(now)
@@ -167,7 +174,7 @@ run_reference() {  # workers rep
   fi
   t1=$(now) j1=$(busy_jiffies)
   "$python" - "$dir/out.json" "$w" "$rep" "$t0" "$t1" "$(usage_of "$dir" "$j0" "$j1" "$t0" "$t1")" \
-      >>"$results" <<'EOF'
+      >"$row" <<'EOF'
 import json, sys
 m = json.loads(open(sys.argv[1]).read().splitlines()[-1])
 w, rep, t0, t1, usage = sys.argv[2], sys.argv[3], float(sys.argv[4]), float(sys.argv[5]), sys.argv[6]
@@ -188,26 +195,40 @@ for ((rep = 1; rep <= repeat; ++rep)); do
   for w in $workers; do
     if (( rep % 2 == 1 )); then order=(run_dl_train run_reference); else order=(run_reference run_dl_train); fi
     for f in "${order[@]}"; do
-      settle_down
-      "$f" "$w" "$rep"
-      tail -n 1 "$results" | awk -F'\t' '{printf "  %-9s workers %s rep %s: train %6.2f s, epoch %6.2f s, wait %5.2f%%, val %.4f, CPU %s s, others %s cores\n", $1, $2, $3, $4, $5, $6, $7, $10, $9}' >&2
+      for ((try = 0; ; ++try)); do
+        settle_down
+        "$f" "$w" "$rep" "$try"
+        awk -F'\t' '{printf "  %-9s workers %s rep %s: train %6.2f s, epoch %6.2f s, wait %5.2f%%, val %.4f, CPU %s s, others %s cores", $1, $2, $3, $4, $5, $6, $7, $10, $9}' "$row" >&2
+        # A run during which others kept more than --settle cores busy is redone (--retries times
+        # at most; the last try counts whatever happened).
+        if (( try < retries )) && awk -F'\t' -v s="$settle" '{ exit !(s > 0 && $9 >= s) }' "$row"; then
+          echo " (others were busy: redone)" >&2
+          cat "$row" >>"$rejected"
+        else
+          echo >&2
+          cat "$row" >>"$results"
+          break
+        fi
+      done
     done
   done
 done
 load_end="$(cut -d' ' -f1-3 /proc/loadavg)"
 echo "epoch_bench: load average at end: $load_end" >&2
 
-"$python" - "$results" "$repeat" "$load_start" "$load_end" <<'EOF'
+"$python" - "$results" "$repeat" "$load_start" "$load_end" "$rejected" <<'EOF'
 import csv, statistics, sys
 rows = list(csv.DictReader(open(sys.argv[1]), delimiter="\t"))
 repeat, load_start, load_end = sys.argv[2], sys.argv[3], sys.argv[4]
+redone = len(list(csv.DictReader(open(sys.argv[5]), delimiter="\t")))
 def med(prog, w, key):
     return statistics.median(float(r[key]) for r in rows if r["program"] == prog and r["workers"] == w)
 workers = []
 for r in rows:
     if r["workers"] not in workers:
         workers.append(r["workers"])
-print(f"Medians of {repeat} run(s) each; load average {load_start} at start, {load_end} at end.")
+print(f"Medians of {repeat} run(s) each ({redone} more redone because others were busy); load "
+      f"average {load_start} at start, {load_end} at end.")
 print("Others' load: cores the rest of the machine kept busy during the runs (dl-train / reference).\n")
 print("| workers | dl-train train s | reference train s | ratio (<= 0.8) | dl-train epoch s "
       "| reference epoch s | dl-train wait % (<= 2) | reference wait % | dl-train val acc "
