@@ -24,9 +24,11 @@
 #include "data/batch.h"
 #include "data/buffer_pool.h"
 #include "errors.h"
+#include "json_writer.h"
 #include "model/model.h"
 #include "settings.h"
 #include "train/data_setup.h"
+#include "train/device.h"
 #include "train/device_feed.h"
 #include "train/grad_scaler.h"
 #include "train/oom.h"
@@ -41,57 +43,6 @@ using Clock = std::chrono::steady_clock;
 // The first step allocates AdamW's state and (on CUDA) lets cuDNN pick its algorithms; the
 // following ones are the steady state that training repeats and that the step time is taken from.
 constexpr int kTrainingSteps = 3;
-
-std::string json_string(const std::string& s) {
-  std::string out = "\"";
-  for (char c : s) {
-    switch (c) {
-      case '"':
-        out += "\\\"";
-        break;
-      case '\\':
-        out += "\\\\";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      case '\r':
-        out += "\\r";
-        break;
-      case '\t':
-        out += "\\t";
-        break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20) {
-          char buf[8];
-          std::snprintf(buf, sizeof buf, "\\u%04x", static_cast<unsigned>(c));
-          out += buf;
-        } else {
-          out += c;
-        }
-    }
-  }
-  return out + "\"";
-}
-
-// The same rules and messages as the trainer's device choice: a probe must fail where training
-// would.
-torch::Device probe_device(const std::string& asked) {
-  if (asked == "cpu") return torch::kCPU;
-  const bool cuda = torch::cuda::is_available();
-  if (asked == "auto") return cuda ? torch::Device(torch::kCUDA, 0) : torch::Device(torch::kCPU);
-  if (!cuda) {
-    throw UserError(exit_code::kUnavailable,
-                    "device " + asked + ": this LibTorch sees no CUDA device; use --device cpu");
-  }
-  const int index = asked == "cuda" ? 0 : std::stoi(asked.substr(5));
-  if (index >= static_cast<int>(torch::cuda::device_count())) {
-    throw UserError(exit_code::kUnavailable, "device " + asked + ": only " +
-                                                 std::to_string(torch::cuda::device_count()) +
-                                                 " CUDA device(s)");
-  }
-  return torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(index));
-}
 
 // The process's peak resident memory (VmHWM): on the CPU, the memory training takes is the
 // process's, model, optimizer state, activations, data set and LibTorch's own code together.
@@ -196,8 +147,9 @@ std::string probe_json(const ProbeReport& r) {
   out << "{\"batch\":" << r.batch << ",\"fits\":" << (r.fits() ? "true" : "false")
       << ",\"out_of_memory\":" << (r.out_of_memory ? "true" : "false")
       << ",\"peak_bytes\":" << r.peak_bytes << ",\"step_seconds\":" << seconds
-      << ",\"device\":" << json_string(r.device) << ",\"precision\":" << json_string(r.precision)
-      << ",\"error\":" << json_string(r.error) << "}";
+      << ",\"device\":" << JsonWriter::escape(r.device)
+      << ",\"precision\":" << JsonWriter::escape(r.precision)
+      << ",\"error\":" << JsonWriter::escape(r.error) << "}";
   return out.str();
 }
 
@@ -218,7 +170,7 @@ int run_probe(const TrainConfig& config, std::int64_t batch) {
   torch::manual_seed(config.seed);
   ProbeReport report;
   report.batch = batch;
-  const torch::Device device = probe_device(config.device);
+  const torch::Device device = choose_device(config.device);
   report.device = device.str();
   if (device.is_cuda()) at::globalContext().setBenchmarkCuDNN(true);
   // The precision training would run in (fp16 on the CPU is refused here as it is there).

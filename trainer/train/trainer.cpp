@@ -25,6 +25,7 @@
 #include "model/model.h"
 #include "text.h"
 #include "train/data_setup.h"
+#include "train/device.h"
 #include "train/device_feed.h"
 #include "train/grad_scaler.h"
 #include "train/metrics.h"
@@ -53,23 +54,6 @@ void install_stop_handlers() {
 
 double seconds_since(Clock::time_point t) {
   return std::chrono::duration<double>(Clock::now() - t).count();
-}
-
-torch::Device choose_device(const std::string& asked) {
-  if (asked == "cpu") return torch::kCPU;
-  const bool cuda = torch::cuda::is_available();
-  if (asked == "auto") return cuda ? torch::Device(torch::kCUDA, 0) : torch::Device(torch::kCPU);
-  if (!cuda) {
-    throw UserError(exit_code::kUnavailable,
-                    "device " + asked + ": this LibTorch sees no CUDA device; use --device cpu");
-  }
-  const int index = asked == "cuda" ? 0 : std::stoi(asked.substr(5));
-  if (index >= static_cast<int>(torch::cuda::device_count())) {
-    throw UserError(exit_code::kUnavailable, "device " + asked + ": only " +
-                                                 std::to_string(torch::cuda::device_count()) +
-                                                 " CUDA device(s)");
-  }
-  return torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(index));
 }
 
 void make_dirs(const std::string& path) {

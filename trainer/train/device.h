@@ -1,0 +1,14 @@
+// Which device a run trains on, from the `device` setting: the same rules and messages for the
+// training run and the memory probe, so a probe fails exactly where training would.
+#pragma once
+
+#include <c10/core/Device.h>
+
+#include <string>
+
+namespace dl::train {
+
+// "auto", "cpu", "cuda" or "cuda:N". Throws UserError (69) for a CUDA device LibTorch cannot see.
+c10::Device choose_device(const std::string& asked);
+
+}  // namespace dl::train
