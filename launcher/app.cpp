@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <ctime>
 #include <exception>
 #include <iostream>
@@ -160,6 +161,10 @@ int run(int argc, const char* const argv[]) {
     if (req.sample_bytes.source == Request{}.sample_bytes.source) {
       req.sample_bytes = {kDefaultDataSampleBytes, "Fashion-MNIST"};
     }
+  }
+  // NVIDIA's CUDA images set CUDA_VERSION to the toolkit the image (and dl-train) was built with.
+  if (const char* cuda = std::getenv("CUDA_VERSION"); cuda != nullptr && *cuda != '\0') {
+    req.required_cuda = Sourced<std::string>{cuda, "CUDA_VERSION"};
   }
   launch.request = req;
 

@@ -30,6 +30,8 @@ struct GpuReport {
   bool available = false;
   std::string note;
   std::string driver_version;
+  // The newest CUDA the driver supports, as NVML encodes it (11040 for 11.4); 0 when unknown.
+  int cuda_driver_version = 0;
   std::vector<GpuInfo> gpus;
 };
 

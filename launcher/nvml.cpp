@@ -45,6 +45,9 @@ struct Nvml::Api {
   // Optional: only the monitor uses them, and old drivers may lack them.
   nvmlReturn_t (*utilization)(nvmlDevice_t, nvmlUtilization_t*) = nullptr;
   nvmlReturn_t (*temperature)(nvmlDevice_t, unsigned, unsigned*) = nullptr;
+  // Optional: the _v2 form came with driver 450; a driver too old for either is told apart by
+  // its version string alone.
+  nvmlReturn_t (*cuda_version)(int*) = nullptr;
 };
 
 std::unique_ptr<Nvml> Nvml::open(const std::string& library, std::string* why) {
@@ -73,6 +76,9 @@ std::unique_ptr<Nvml> Nvml::open(const std::string& library, std::string* why) {
   }
   resolve(handle, "nvmlDeviceGetUtilizationRates", &api->utilization);
   resolve(handle, "nvmlDeviceGetTemperature", &api->temperature);
+  if (!resolve(handle, "nvmlSystemGetCudaDriverVersion_v2", &api->cuda_version)) {
+    resolve(handle, "nvmlSystemGetCudaDriverVersion", &api->cuda_version);
+  }
   const nvmlReturn_t rc = api->init();
   if (rc != kNvmlSuccess) {
     *why = std::string("NVML did not initialise: ") + api->error_string(rc);
@@ -93,6 +99,12 @@ std::string Nvml::driver_version() const {
   char buffer[96] = {};
   if (api_->driver_version(buffer, sizeof buffer) != kNvmlSuccess) return {};
   return buffer;
+}
+
+int Nvml::cuda_driver_version() const {
+  int version = 0;
+  if (api_->cuda_version == nullptr || api_->cuda_version(&version) != kNvmlSuccess) return 0;
+  return version;
 }
 
 int Nvml::device_count() const {
@@ -146,6 +158,7 @@ GpuReport query_nvml(const std::string& library) {
     return report;
   }
   report.driver_version = nvml->driver_version();
+  report.cuda_driver_version = nvml->cuda_driver_version();
   const int count = nvml->device_count();
   for (int i = 0; i < count; ++i) {
     if (auto gpu = nvml->device(i)) report.gpus.push_back(*gpu);

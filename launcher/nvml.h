@@ -29,6 +29,8 @@ class Nvml {
   Nvml& operator=(const Nvml&) = delete;
 
   std::string driver_version() const;
+  // The newest CUDA the driver supports (11040 for 11.4), 0 when NVML cannot say.
+  int cuda_driver_version() const;
   int device_count() const;
   std::optional<GpuInfo> device(int index) const;
   std::optional<GpuUtilization> utilization(int index) const;

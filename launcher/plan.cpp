@@ -6,6 +6,7 @@
 #include <cmath>
 #include <string>
 
+#include "cuda_compat.h"
 #include "errors.h"
 #include "text.h"
 
@@ -47,9 +48,12 @@ Choice<std::string> plan_device(const Facts& facts, const Request& req) {
   // "cuda" or "cuda:N", validated by the options.
   const int index = asked == "cuda" ? 0 : std::stoi(asked.substr(5));
   if (gpus.empty()) {
-    throw UserError(exit_code::kUnavailable, req.device.source + " asks for " + asked +
-                                                 ", but no GPU is visible (" + facts.gpu.note +
-                                                 "); use --device cpu or auto");
+    // In a container, a GPU machine without the NVIDIA runtime looks exactly like this.
+    throw UserError(exit_code::kUnavailable,
+                    req.device.source + " " + asked + ": no NVIDIA GPU visible (" + facts.gpu.note +
+                        "): run the container with the NVIDIA runtime (docker compose: "
+                        "deploy.resources.reservations.devices; docker run --gpus all) or use "
+                        "the CPU service (docker compose up train-cpu, or --device cpu)");
   }
   if (index >= static_cast<int>(gpus.size())) {
     throw UserError(
@@ -240,6 +244,17 @@ Choice<int> plan_threads(const Facts& facts, const Request& req, int workers,
                        (workers > 1 ? "s" : "") + (cores - workers < 1 ? ", at least 1" : "")};
 }
 
+// A driver too old for the program's CUDA fails here, in one line, rather than at the first
+// kernel inside the trainer.
+void check_driver(const Facts& facts, const Request& req, const std::string& device,
+                  std::vector<std::string>* warnings) {
+  if (device == "cpu" || !req.required_cuda) return;
+  const DriverVerdict v =
+      check_cuda_driver(facts.gpu, req.required_cuda->value, req.required_cuda->source);
+  if (!v.ok) throw UserError(exit_code::kUnavailable, device + ": " + v.message);
+  if (!v.message.empty()) warnings->push_back(v.message);
+}
+
 }  // namespace
 
 bool wants_batch_search(const Request& req, const std::string& device) {
@@ -268,6 +283,7 @@ Choice<std::uint64_t> batch_search_budget(const Facts& facts, const Request& req
 Plan make_plan(const Facts& facts, const Request& req, const BatchSearchRecord* search) {
   Plan plan;
   plan.device = plan_device(facts, req);
+  check_driver(facts, req, plan.device.value, &plan.warnings);
   plan.precision = plan_precision(facts, req, plan.device.value, &plan.warnings);
   plan.batch_size = plan_batch(facts, req, plan.device.value, search, &plan.warnings);
   if (search != nullptr) plan.batch_search = *search;

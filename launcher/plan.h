@@ -29,8 +29,11 @@ struct Request {
   Sourced<double> memory_margin{0.1};                   // share of free GPU memory kept back
   // Why the search cannot probe the program (it runs dl-train's probe mode); "" when it can.
   std::string probe_unavailable = "the program is not dl-train";
-  Sourced<std::string> precision{"auto"};        // auto | fp32 | fp16 | bf16
-  Sourced<std::string> device{"auto"};           // auto | cpu | cuda | cuda:N
+  Sourced<std::string> precision{"auto"};  // auto | fp32 | fp16 | bf16
+  Sourced<std::string> device{"auto"};     // auto | cpu | cuda | cuda:N
+  // The CUDA the program was built for ("11.6.2", from the image's CUDA_VERSION); a GPU plan
+  // checks the driver against it (cuda_compat.h). Unset: not checked.
+  std::optional<Sourced<std::string>> required_cuda;
   std::optional<Sourced<std::int64_t>> samples;  // data set size when known
   Sourced<std::uint64_t> sample_bytes{3 * 224 * 224 * 4, "3x224x224 assumed"};  // one float sample
   // The program passes batches between processes through /dev/shm (PyTorch's DataLoader does).
@@ -67,9 +70,10 @@ struct Plan {
   std::vector<std::string> warnings;
 };
 
-// Throws UserError when the request cannot be met on this machine (cuda without a GPU, fp16 on
-// CPU), or when the search found no batch that fits (64 with --memory-budget, else 69).
-// `search` is the batch-size search's outcome when one ran (wants_batch_search).
+// Throws UserError when the request cannot be met on this machine (cuda without a GPU, a driver
+// too old for the required CUDA, fp16 on CPU), or when the search found no batch that fits (64 with
+// --memory-budget, else 69). `search` is the batch-size search's outcome when one ran
+// (wants_batch_search).
 Plan make_plan(const Facts& facts, const Request& request,
                const BatchSearchRecord* search = nullptr);
 

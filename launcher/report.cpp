@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <sstream>
 
+#include "cuda_compat.h"
 #include "json_writer.h"
 #include "text.h"
 
@@ -32,7 +33,9 @@ std::string memory_line(const MemoryFacts& m) {
 
 std::string gpu_lines(const GpuReport& g) {
   if (g.gpus.empty()) return "none  (" + g.note + ")\n";
-  std::string s = std::to_string(g.gpus.size()) + "  (driver " + g.driver_version + ")\n";
+  std::string s = std::to_string(g.gpus.size()) + "  (driver " + g.driver_version;
+  if (g.cuda_driver_version > 0) s += ", CUDA " + to_string(cuda_from_nvml(g.cuda_driver_version));
+  s += ")\n";
   for (const auto& gpu : g.gpus) {
     char buf[256];
     std::snprintf(buf, sizeof buf, "    cuda:%d  %s, %s free of %s, compute capability %d.%d\n",
@@ -178,6 +181,9 @@ std::string render_json(const Launch& l) {
   w.key("cgroup_version").value(f.cgroup_version);
   w.key("gpu").begin_object();
   w.key("note").value(f.gpu.note).key("driver_version").value(f.gpu.driver_version);
+  w.key("driver_cuda");
+  f.gpu.cuda_driver_version > 0 ? w.value(to_string(cuda_from_nvml(f.gpu.cuda_driver_version)))
+                                : w.null();
   w.key("devices").begin_array();
   for (const auto& g : f.gpu.gpus) {
     w.begin_object().key("index").value(g.index).key("name").value(g.name);

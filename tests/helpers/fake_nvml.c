@@ -5,6 +5,9 @@
  *   FAKE_NVML_GPUS       "name,major,minor,total_MiB,free_MiB" entries separated by ';'
  *                        (unset or empty: no GPU)
  *   FAKE_NVML_INIT_FAIL  "1": nvmlInit_v2 fails with NVML_ERROR_DRIVER_NOT_LOADED
+ *   FAKE_NVML_DRIVER     the driver version string (default "535.104.05")
+ *   FAKE_NVML_CUDA       the newest CUDA the driver supports, NVML's integer form (default 12020
+ *                        for 12.2, what driver 535 reports; "none": NVML_ERROR_NOT_SUPPORTED)
  *
  * Only the functions dl-launch resolves are exported, with NVML's C ABI: int return codes,
  * opaque device handles, plain structs. */
@@ -15,6 +18,7 @@
 #define FAKE_SUCCESS 0
 #define FAKE_ERROR_UNINITIALIZED 1
 #define FAKE_ERROR_INVALID_ARGUMENT 2
+#define FAKE_ERROR_NOT_SUPPORTED 3
 #define FAKE_ERROR_INSUFFICIENT_SIZE 7
 #define FAKE_ERROR_DRIVER_NOT_LOADED 9
 #define FAKE_MAX_GPUS 16
@@ -116,6 +120,8 @@ const char* nvmlErrorString(int result) {
       return "Uninitialized";
     case FAKE_ERROR_INVALID_ARGUMENT:
       return "Invalid Argument";
+    case FAKE_ERROR_NOT_SUPPORTED:
+      return "Not Supported";
     case FAKE_ERROR_INSUFFICIENT_SIZE:
       return "Insufficient Size";
     case FAKE_ERROR_DRIVER_NOT_LOADED:
@@ -126,8 +132,23 @@ const char* nvmlErrorString(int result) {
 }
 
 int nvmlSystemGetDriverVersion(char* version, unsigned length) {
+  const char* driver = getenv("FAKE_NVML_DRIVER");
   if (!initialised) return FAKE_ERROR_UNINITIALIZED;
-  return copy_string("535.104.05", version, length);
+  return copy_string(driver != NULL && *driver != '\0' ? driver : "535.104.05", version, length);
+}
+
+int nvmlSystemGetCudaDriverVersion_v2(int* version) {
+  const char* cuda = getenv("FAKE_NVML_CUDA");
+  if (!initialised) return FAKE_ERROR_UNINITIALIZED;
+  if (version == NULL) return FAKE_ERROR_INVALID_ARGUMENT;
+  if (cuda != NULL && strcmp(cuda, "none") == 0) return FAKE_ERROR_NOT_SUPPORTED;
+  *version = cuda != NULL && *cuda != '\0' ? atoi(cuda) : 12020;
+  return FAKE_SUCCESS;
+}
+
+/* The older name; same answer. */
+int nvmlSystemGetCudaDriverVersion(int* version) {
+  return nvmlSystemGetCudaDriverVersion_v2(version);
 }
 
 int nvmlDeviceGetCount_v2(unsigned* count) {

@@ -369,8 +369,62 @@ TEST_F(LauncherBadInput, CommandNotExecutable) {
 }
 
 TEST_F(LauncherBadInput, CudaWithoutGpu) {
-  expect_user_error(run(launch_in_ws({"--device", "cuda"})), 69, {"--device", "cuda"});
+  // The GPU service started without the NVIDIA runtime: the line names both ways out.
+  expect_user_error(run(launch_in_ws({"--device", "cuda"})), 69,
+                    {"--device cuda", "no NVIDIA GPU visible", "NVML", "--gpus all",
+                     "deploy.resources.reservations.devices", "docker compose up train-cpu"});
   expect_workspace_holds({});
+}
+
+TEST_F(LauncherBadInput, CudaFromTheEnvironmentWithoutGpu) {
+  expect_user_error(run(launch_in_ws({}), {{"DL_DEVICE", "cuda"}}), 69,
+                    {"DL_DEVICE cuda", "no NVIDIA GPU visible", "train-cpu"});
+  expect_workspace_holds({});
+}
+
+// A CUDA 10.2 driver (440) under an image built for CUDA 11.6: refused before the trainer starts,
+// with the driver to install.
+TEST_F(LauncherBadInput, DriverTooOldForTheImagesCuda) {
+  const EnvVars old_driver = {{"FAKE_NVML_GPUS", "Tesla V100-SXM2-16GB,7,0,16384,16000"},
+                              {"FAKE_NVML_DRIVER", "440.33.01"},
+                              {"FAKE_NVML_CUDA", "10020"},
+                              {"CUDA_VERSION", "11.6.2"}};
+  expect_user_error(run(launch_in_ws({}), old_driver), 69,
+                    {"cuda:0", "440.33.01", "CUDA up to 10.2", "CUDA 11.6.2 (CUDA_VERSION)",
+                     ">= 510.39.01", "--device cpu"});
+  expect_workspace_holds({});
+  // An explicit GPU is refused the same way; the CPU still trains.
+  expect_user_error(run(launch_in_ws({"--device", "cuda"}), old_driver), 69, {"440.33.01"});
+  EXPECT_EQ(run(launch_in_ws({"--device", "cpu"}), old_driver).code, 0);
+}
+
+// Same major, older minor (an 11.4 driver, an 11.6 image): CUDA's minor-version compatibility
+// runs it, so the plan warns instead of refusing.
+TEST(LauncherCli, DriverOneMinorBehindIsAWarning) {
+  TempDir ws;
+  const Result r = run(launch({"--dry-run", "--workspace", ws.path(), "--", kChild, "exit", "0"}),
+                       {{"FAKE_NVML_GPUS", "Tesla T4,7,5,15360,15000"},
+                        {"FAKE_NVML_DRIVER", "470.57.02"},
+                        {"FAKE_NVML_CUDA", "11040"},
+                        {"CUDA_VERSION", "11.6.2"}});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(plan_row(r.out, "device").value, "cuda:0") << r.out;
+  EXPECT_TRUE(contains(r.out, "driver 470.57.02, CUDA 11.4")) << r.out;
+  EXPECT_TRUE(contains(r.out, "minor-version compatibility")) << r.out;
+  EXPECT_TRUE(contains(r.out, ">= 510.39.01")) << r.out;
+}
+
+// Without CUDA_VERSION (a native build) nothing is required of the driver.
+TEST(LauncherCli, NoRequiredCudaMeansNoDriverCheck) {
+  TempDir ws;
+  const Result r = run(launch({"--json", "--workspace", ws.path(), "--", kChild, "exit", "0"}),
+                       {{"FAKE_NVML_GPUS", "Tesla T4,7,5,15360,15000"},
+                        {"FAKE_NVML_DRIVER", "440.33.01"},
+                        {"FAKE_NVML_CUDA", "10020"}},
+                       {"CUDA_VERSION"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(plan_choice(r.out, "device").value, "cuda:0") << r.out;
+  EXPECT_TRUE(contains(r.out, "\"driver_cuda\": \"10.2\"")) << r.out;
 }
 
 TEST_F(LauncherBadInput, GpuIndexBeyondTheVisibleOnes) {

@@ -16,7 +16,7 @@ class FakeHost : public Host {
   std::optional<int> affinity = 4;
   int online = 4;
   std::map<std::string, FsSpace> spaces;
-  GpuReport gpu_report{false, "NVML not found (fake): no NVIDIA driver", "", {}};
+  GpuReport gpu_report{false, "NVML not found (fake): no NVIDIA driver", "", 0, {}};
 
   std::optional<std::string> read_file(const std::string& path) const override {
     const auto it = files.find(path);

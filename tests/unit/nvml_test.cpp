@@ -26,6 +26,8 @@ class FakeNvml : public ::testing::Test {
   void TearDown() override {
     unsetenv("FAKE_NVML_GPUS");
     unsetenv("FAKE_NVML_INIT_FAIL");
+    unsetenv("FAKE_NVML_DRIVER");
+    unsetenv("FAKE_NVML_CUDA");
   }
 };
 
@@ -42,6 +44,21 @@ TEST_F(FakeNvml, ReadsEveryGpu) {
   EXPECT_EQ(r.gpus[0].free_bytes, 16000ull << 20);
   EXPECT_EQ(r.gpus[1].index, 1);
   EXPECT_EQ(r.gpus[1].cc_major, 8);
+}
+
+TEST_F(FakeNvml, ReadsTheDriversCudaVersion) {
+  setenv("FAKE_NVML_GPUS", "Tesla T4,7,5,15360,15000", 1);
+  EXPECT_EQ(query_nvml(DL_FAKE_NVML).cuda_driver_version, 12020);
+  setenv("FAKE_NVML_DRIVER", "470.57.02", 1);
+  setenv("FAKE_NVML_CUDA", "11040", 1);
+  const GpuReport r = query_nvml(DL_FAKE_NVML);
+  EXPECT_EQ(r.driver_version, "470.57.02");
+  EXPECT_EQ(r.cuda_driver_version, 11040);
+  // A driver that cannot say is unknown (0), not an error.
+  setenv("FAKE_NVML_CUDA", "none", 1);
+  const GpuReport unknown = query_nvml(DL_FAKE_NVML);
+  EXPECT_TRUE(unknown.available);
+  EXPECT_EQ(unknown.cuda_driver_version, 0);
 }
 
 TEST_F(FakeNvml, DriverWithoutGpus) {
