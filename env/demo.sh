@@ -6,7 +6,7 @@
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-"$root/env/install-native.sh"
+"$root/env/install-native.sh" --no-image-tools
 "$root/env/build.sh" release
 
 bin="$root/build/release/launcher"

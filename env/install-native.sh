@@ -2,9 +2,10 @@
 # Installs what the native build, the demo and the tests need on Debian 12 or Ubuntu
 # 20.04/22.04/24.04, from the distribution's archive. Idempotent: installs only what is missing and
 # touches the package lists only when something is. Used by the README's commands, CI and the
-# Dockerfile's build stage (which passes --no-torch --no-test-data: it brings its own LibTorch).
+# Dockerfile's build stage (which passes --no-torch --no-test-data --no-image-tools: it brings its
+# own LibTorch and data, and builds no images).
 #
-#   env/install-native.sh [--no-torch] [--no-test-data]
+#   env/install-native.sh [--no-torch] [--no-test-data] [--no-image-tools]
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -13,11 +14,13 @@ source "$here/versions.env"
 
 want_torch=1
 want_test=1
+want_image_tools=1
 for arg in "$@"; do
   case "$arg" in
     --no-torch) want_torch=0 ;;
     --no-test-data) want_test=0 ;;
-    *) echo "install-native.sh: unknown argument '$arg' (expected --no-torch or --no-test-data)" >&2; exit 64 ;;
+    --no-image-tools) want_image_tools=0 ;;
+    *) echo "install-native.sh: unknown argument '$arg' (expected --no-torch, --no-test-data or --no-image-tools)" >&2; exit 64 ;;
   esac
 done
 
@@ -41,6 +44,8 @@ packages=($NATIVE_BUILD_PACKAGES $NATIVE_LIB_PACKAGES)
 [ "$want_torch" -eq 1 ] && packages+=($NATIVE_TORCH_PACKAGES)
 # shellcheck disable=SC2206
 [ "$want_test" -eq 1 ] && packages+=($NATIVE_TEST_PACKAGES)
+# shellcheck disable=SC2206
+[ "$want_image_tools" -eq 1 ] && packages+=($NATIVE_IMAGE_TEST_PACKAGES)
 
 missing=()
 for p in "${packages[@]}"; do

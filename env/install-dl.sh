@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Builds dl-launch and dl-train in build/image against the LibTorch at hand (/opt/libtorch when
+# env/install-libtorch.sh unpacked the download there, else the system's), runs the unit tests,
+# and installs what the image's runtime stage takes into PREFIX: bin/ (the two programs),
+# workspace_template/, env/ (these scripts), runtime-packages.txt (env/runtime-packages.sh).
+# The Dockerfile's build stage runs it; it works natively too (any PREFIX).
+#
+#   env/install-dl.sh [PREFIX]      (default /opt/dl)
+#
+# Exit codes: 64 bad arguments, 70 dl-train was not built (no LibTorch found); a failing build
+# or test passes its own code on.
+set -euo pipefail
+
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+prefix=${1:-/opt/dl}
+if [ "$#" -gt 1 ] || [[ "$prefix" == -* ]]; then
+  echo "install-dl.sh: expected at most one argument, the install prefix" >&2
+  exit 64
+fi
+build=$root/build/image
+
+# Benchmarks stay out of the image (they want the Python reference and time).
+cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DDL_BUILD_BENCH=OFF \
+  -DCMAKE_PREFIX_PATH=/opt/libtorch
+cmake --build "$build" --parallel "$(nproc)"
+if [ ! -x "$build/trainer/dl-train" ]; then
+  echo "install-dl.sh: dl-train was not built: LibTorch was not found (env/install-libtorch.sh)" >&2
+  exit 70
+fi
+(cd "$build" && ctest -L unit --output-on-failure --parallel "$(nproc)")
+
+mkdir -p "$prefix/bin"
+install -m 0755 -s "$build/launcher/dl-launch" "$build/trainer/dl-train" "$prefix/bin/"
+rm -rf "$prefix/workspace_template" "$prefix/env"
+cp -r "$root/workspace_template" "$prefix/workspace_template"
+cp -r "$root/env" "$prefix/env"
+"$root/env/runtime-packages.sh" "$prefix/bin/dl-launch" "$prefix/bin/dl-train" >"$prefix/runtime-packages.txt"
+echo "install-dl.sh: installed into $prefix; the runtime needs: $(tr '\n' ' ' <"$prefix/runtime-packages.txt")"
