@@ -1,0 +1,119 @@
+#!/usr/bin/env bash
+# The image smoke build: builds the repository's Dockerfile without a Docker engine (buildah, vfs
+# storage, chroot isolation) on a Debian 12 base image made here with debootstrap, with Debian's
+# LibTorch and Fashion-MNIST and no conda (the offline build arguments), then runs the image:
+# `dl-launch --version`, `dl-launch --dry-run`, and a short training on the default data.
+# Prints the build and runtime stages' sizes and the wall time of each step.
+#
+#   tests/image/smoke_build.sh [WORK_DIR]     (default: <repo>/build/image-smoke)
+#
+# WORK_DIR keeps the image store, the base image's root file system as a tarball (made once),
+# and the logs. Exit codes: 0 passed, 77 skipped (not root, or buildah/debootstrap missing; the
+# reason is printed), anything else failed.
+set -euo pipefail
+
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+work=${1:-$root/build/image-smoke}
+suite=bookworm
+base_image=localhost/dl-smoke-base:$suite
+tag=localhost/dl-smoke
+
+skip() {
+  echo "SKIPPED: $*"
+  exit 77
+}
+[ "$(id -u)" -eq 0 ] || skip "needs root (debootstrap, and buildah's chroot isolation)"
+for tool in buildah debootstrap; do
+  command -v "$tool" >/dev/null 2>&1 ||
+    skip "$tool is not installed (apt-get install $tool; env/install-native.sh installs it)"
+done
+
+mkdir -p "$work"
+buildah=(buildah --root "$work/storage" --runroot "$work/run" --storage-driver vfs)
+started=$SECONDS
+step_started=$SECONDS
+step() {
+  echo "smoke: [$((SECONDS - step_started)) s] done"
+  step_started=$SECONDS
+  echo "smoke: == $* =="
+}
+
+# The archive this machine already uses (CI may only reach that one), else Debian's default.
+mirror=${DL_SMOKE_MIRROR:-}
+if [ -z "$mirror" ]; then
+  mirror=$(cat /etc/apt/sources.list.d/*.sources /etc/apt/sources.list 2>/dev/null |
+    grep -oE 'https?://[^ ]+/debian/?( |$)' | grep -v security | head -1 | tr -d ' ' || true)
+  mirror=${mirror:-http://deb.debian.org/debian}
+fi
+
+step "base image $base_image (debootstrap $suite minbase from $mirror)"
+if ! "${buildah[@]}" inspect --type image "$base_image" >/dev/null 2>&1; then
+  tarball=$work/$suite-minbase.tar
+  if [ ! -f "$tarball" ]; then
+    rm -rf "$work/rootfs"
+    if ! debootstrap --variant=minbase "$suite" "$work/rootfs" "$mirror" >"$work/debootstrap.log" 2>&1; then
+      echo "smoke: debootstrap failed (is $mirror reachable?); the end of $work/debootstrap.log:" >&2
+      tail -5 "$work/debootstrap.log" >&2
+      exit 1
+    fi
+    # debootstrap's package cache is not part of the image.
+    rm -rf "$work/rootfs/var/cache/apt/archives/"*.deb
+    tar -C "$work/rootfs" -cf "$tarball.tmp" .
+    mv "$tarball.tmp" "$tarball"
+    rm -rf "$work/rootfs"
+  fi
+  ctr=$("${buildah[@]}" from scratch)
+  mnt=$("${buildah[@]}" mount "$ctr")
+  tar -C "$mnt" -xf "$tarball"
+  "${buildah[@]}" umount "$ctr" >/dev/null
+  "${buildah[@]}" commit --quiet --rm "$ctr" "$base_image" >/dev/null
+fi
+
+# The offline build arguments: everything from Debian's archive.
+build_args=(
+  --build-arg "BASE_IMAGE=$base_image"
+  --build-arg "RUNTIME_BASE_IMAGE=$base_image"
+  --build-arg LIBTORCH_SOURCE=debian
+  --build-arg CONDA=none
+  --build-arg DATA_SOURCE=debian
+)
+bud() {
+  "${buildah[@]}" bud --isolation chroot --pull=false --file "$root/Dockerfile" \
+    "${build_args[@]}" "$@" "$root"
+}
+
+# The build stage on its own first, for its size; the runtime build then compiles again, mostly
+# from ccache (the Dockerfile's cache mount, which buildah keeps between builds).
+step "build stage (compiles, runs the unit tests)"
+bud --target build --tag "$tag:build" >"$work/build-stage.log" 2>&1 ||
+  { tail -40 "$work/build-stage.log" >&2; echo "smoke: the build stage failed; log: $work/build-stage.log" >&2; exit 1; }
+grep -E '^(100% tests passed|[0-9]+% tests passed)' "$work/build-stage.log" | sed 's/^/smoke: build stage: /' || true
+
+step "runtime stage"
+bud --target runtime --tag "$tag:runtime" >"$work/runtime-stage.log" 2>&1 ||
+  { tail -40 "$work/runtime-stage.log" >&2; echo "smoke: the runtime stage failed; log: $work/runtime-stage.log" >&2; exit 1; }
+
+step "run the image"
+ctr=$("${buildah[@]}" from "$tag:runtime")
+trap '"${buildah[@]}" rm "$ctr" >/dev/null 2>&1 || true' EXIT
+in_image() { "${buildah[@]}" run --isolation chroot "$ctr" -- "$@"; }
+
+echo "smoke: \$ dl-launch --version"
+in_image dl-launch --version
+echo "smoke: \$ dl-launch --dry-run"
+in_image dl-launch --dry-run
+echo "smoke: \$ DL_EPOCHS=1 dl-launch --limit-batches 20 --name smoke"
+in_image env DL_EPOCHS=1 dl-launch --limit-batches 20 --name smoke 2>&1 | tee "$work/train.log"
+grep -q '^done: validation accuracy' "$work/train.log" ||
+  { echo "smoke: the training run did not end with its 'done:' line" >&2; exit 1; }
+
+step "sizes"
+"${buildah[@]}" images --format '{{.Name}}:{{.Tag}} {{.Size}}' | grep "$tag" | sed 's/^/smoke: image /'
+
+# The two stages' images are rebuilt on every run; the base image stays for the next one.
+"${buildah[@]}" rm "$ctr" >/dev/null
+trap - EXIT
+"${buildah[@]}" rmi "$tag:runtime" "$tag:build" >/dev/null
+"${buildah[@]}" rmi --prune >/dev/null 2>&1 || true
+echo "smoke: [$((SECONDS - step_started)) s] done"
+echo "smoke: passed in $((SECONDS - started)) s"
