@@ -16,7 +16,9 @@
 #include <opencv2/core.hpp>
 #include <opencv2/imgcodecs.hpp>
 
+#include "data/crop_plan.h"
 #include "data/file_bytes.h"
+#include "data/jpeg_region.h"
 #include "data/transform.h"
 #endif
 
@@ -46,6 +48,10 @@ class FileListSource : public SampleSource {
       return fail(index);
     }
     const bool grey = t.out.channels == 1;
+    if (looks_like_jpeg(encoded.data(), encoded.size()) && jpeg_region_available() &&
+        load_jpeg(encoded, t, rng, dst)) {
+      return true;
+    }
     // IMREAD_COLOR drops alpha and expands grey to 3 channels; EXIF orientation is ignored because
     // PIL, and so torchvision's reference pipeline, ignores it too.
     const int flags =
@@ -66,6 +72,35 @@ class FileListSource : public SampleSource {
       const std::size_t plane =
           static_cast<std::size_t>(t.out.height) * static_cast<std::size_t>(t.out.width);
       std::swap_ranges(dst, dst + plane, dst + 2 * plane);
+    }
+    return true;
+  }
+
+  // JPEGs through libjpeg directly: in training only the planned crop is decoded (see
+  // jpeg_region.h), and the decoder writes RGB, so no channel swap either. False for what it does
+  // not handle (CMYK, corrupt data), which then goes the OpenCV way and fails there if it must.
+  // Draws the same random numbers as the OpenCV path, so a corrupt file cannot shift others.
+  static bool load_jpeg(const std::vector<std::uint8_t>& encoded, const Transform& t,
+                        std::mt19937& rng, std::uint8_t* dst) {
+    thread_local std::vector<std::uint8_t> pixels;
+    const std::mt19937 rng_before = rng;
+    TrainCrop crop;
+    auto choose = [&](int height, int width) {
+      if (!t.train) return Window{0, 0, height, width};
+      crop = plan_train_crop(height, width, t, rng);
+      return Window{crop.top, crop.left, crop.height, crop.width};
+    };
+    JpegRegion region;
+    if (!decode_jpeg_window(encoded.data(), encoded.size(), t.out.channels == 1 ? 1 : 3, choose,
+                            pixels, &region)) {
+      rng = rng_before;
+      return false;
+    }
+    if (t.train) {
+      transform_planned_crop(region.pixels, region.row_stride, region.channels, crop, t, dst);
+    } else {
+      transform_interleaved(region.pixels, region.image_height, region.image_width, region.channels,
+                            region.row_stride, t, rng, dst);
     }
     return true;
   }

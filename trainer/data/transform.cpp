@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "data/crop_plan.h"
+#include "data/planes.h"
 #include "data/resize.h"
 
 namespace dl::data {
@@ -32,24 +33,28 @@ std::uint8_t luma(std::uint8_t r, std::uint8_t g, std::uint8_t b) {
   return static_cast<std::uint8_t>((r * 19595u + g * 38470u + b * 7471u + 32768u) >> 16);
 }
 
-// Copies the h x w window at (top, left) of an interleaved image into `channels` CHW planes,
-// mirroring each row when `flip`.
-void deinterleave(const std::uint8_t* src, std::size_t stride, int channels, int top, int left,
-                  int h, int w, bool flip, std::uint8_t* dst) {
-  const std::size_t plane = static_cast<std::size_t>(h) * static_cast<std::size_t>(w);
-  const std::size_t c = static_cast<std::size_t>(channels);
-  for (int y = 0; y < h; ++y) {
-    const std::uint8_t* row =
-        src + static_cast<std::size_t>(top + y) * stride + static_cast<std::size_t>(left) * c;
-    for (std::size_t k = 0; k < c; ++k) {
-      std::uint8_t* out =
-          dst + k * plane + static_cast<std::size_t>(y) * static_cast<std::size_t>(w);
-      for (int x = 0; x < w; ++x) {
-        const int sx = flip ? w - 1 - x : x;
-        out[x] = row[static_cast<std::size_t>(sx) * c + k];
-      }
-    }
+// Copies plane 0 into the planes a grey image lacks (1 -> 3 channels).
+void replicate_grey(int channels, const Transform& t, std::uint8_t* dst) {
+  const std::size_t plane =
+      static_cast<std::size_t>(t.out.height) * static_cast<std::size_t>(t.out.width);
+  for (int k = channels; k < t.out.channels; ++k) {
+    std::memcpy(dst + static_cast<std::size_t>(k) * plane, dst, plane);
   }
+}
+
+// Resizes the crop at `corner` (crop_h x crop_w of an interleaved image with `channels` channels)
+// to the output size and writes it as planes, mirrored when `flip`; a grey image headed for 3
+// channels has its plane replicated.
+void resize_to_planes(const std::uint8_t* corner, int crop_h, int crop_w, std::size_t row_stride,
+                      int channels, bool flip, const Transform& t, std::uint8_t* dst) {
+  const int oh = t.out.height;
+  const int ow = t.out.width;
+  const std::size_t out_row = static_cast<std::size_t>(ow) * static_cast<std::size_t>(channels);
+  thread_local std::vector<std::uint8_t> resized_buffer;
+  std::uint8_t* resized = scratch(resized_buffer, out_row * static_cast<std::size_t>(oh));
+  resize_u8(corner, crop_h, crop_w, row_stride, channels, resized, oh, ow, out_row);
+  to_planes(resized, out_row, channels, 0, 0, oh, ow, flip, dst);
+  replicate_grey(channels, t, dst);
 }
 
 // The shared core. src is interleaved with `channels` channels (1: a plain grey plane); the result
@@ -57,32 +62,24 @@ void deinterleave(const std::uint8_t* src, std::size_t stride, int channels, int
 void transform_image(const std::uint8_t* src, int height, int width, int channels,
                      std::size_t row_stride, const Transform& t, std::mt19937& rng,
                      std::uint8_t* dst) {
-  const int oh = t.out.height;
-  const int ow = t.out.width;
-  const std::size_t out_plane = static_cast<std::size_t>(oh) * static_cast<std::size_t>(ow);
-  const std::size_t out_row = static_cast<std::size_t>(ow) * static_cast<std::size_t>(channels);
-  thread_local std::vector<std::uint8_t> resized_buffer;
   if (t.train) {
     const TrainCrop crop = plan_train_crop(height, width, t, rng);
     const std::uint8_t* corner =
         src + static_cast<std::size_t>(crop.top) * row_stride +
         static_cast<std::size_t>(crop.left) * static_cast<std::size_t>(channels);
-    std::uint8_t* resized = scratch(resized_buffer, out_row * static_cast<std::size_t>(oh));
-    resize_u8(corner, crop.height, crop.width, row_stride, channels, resized, oh, ow, out_row);
-    deinterleave(resized, out_row, channels, 0, 0, oh, ow, crop.flip, dst);
-  } else {
-    const EvalResize r = plan_eval_resize(height, width, t);
-    const std::size_t resized_row =
-        static_cast<std::size_t>(r.resized_width) * static_cast<std::size_t>(channels);
-    std::uint8_t* resized =
-        scratch(resized_buffer, resized_row * static_cast<std::size_t>(r.resized_height));
-    resize_u8(src, height, width, row_stride, channels, resized, r.resized_height, r.resized_width,
-              resized_row);
-    deinterleave(resized, resized_row, channels, r.top, r.left, oh, ow, false, dst);
+    resize_to_planes(corner, crop.height, crop.width, row_stride, channels, crop.flip, t, dst);
+    return;
   }
-  for (int k = channels; k < t.out.channels; ++k) {
-    std::memcpy(dst + static_cast<std::size_t>(k) * out_plane, dst, out_plane);
-  }
+  const EvalResize r = plan_eval_resize(height, width, t);
+  const std::size_t resized_row =
+      static_cast<std::size_t>(r.resized_width) * static_cast<std::size_t>(channels);
+  thread_local std::vector<std::uint8_t> resized_buffer;
+  std::uint8_t* resized =
+      scratch(resized_buffer, resized_row * static_cast<std::size_t>(r.resized_height));
+  resize_u8(src, height, width, row_stride, channels, resized, r.resized_height, r.resized_width,
+            resized_row);
+  to_planes(resized, resized_row, channels, r.top, r.left, t.out.height, t.out.width, false, dst);
+  replicate_grey(channels, t, dst);
 }
 
 }  // namespace
@@ -139,6 +136,16 @@ void transform_interleaved(const std::uint8_t* src, int height, int width, int c
     return;
   }
   transform_image(src, height, width, channels, row_stride, t, rng, dst);
+}
+
+void transform_planned_crop(const std::uint8_t* corner, std::size_t row_stride, int channels,
+                            const TrainCrop& crop, const Transform& t, std::uint8_t* dst) {
+  if (channels != t.out.channels && !(channels == 1 && t.out.channels == 3)) {
+    throw std::invalid_argument("transform_planned_crop: cannot turn " + std::to_string(channels) +
+                                "-channel pixels into " + std::to_string(t.out.channels) +
+                                " channels");
+  }
+  resize_to_planes(corner, crop.height, crop.width, row_stride, channels, crop.flip, t, dst);
 }
 
 }  // namespace dl::data

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <random>
 
+#include "data/crop_plan.h"
 #include "data/sample_source.h"
 
 namespace dl::data {
@@ -26,5 +27,12 @@ void transform_planar(const std::uint8_t* src, ImageShape native, const Transfor
 void transform_interleaved(const std::uint8_t* src, int height, int width, int channels,
                            std::size_t row_stride, const Transform& t, std::mt19937& rng,
                            std::uint8_t* dst);
+
+// The train transform after its crop was planned on the full image (plan_train_crop), for a
+// decoder that produced only that crop: `corner` is the crop's top-left pixel, interleaved with
+// `channels` channels (t.out.channels, or 1 for a grey image headed for 3), rows row_stride bytes
+// apart. Gives the same bytes as transform_interleaved on the full image with the same stream.
+void transform_planned_crop(const std::uint8_t* corner, std::size_t row_stride, int channels,
+                            const TrainCrop& crop, const Transform& t, std::uint8_t* dst);
 
 }  // namespace dl::data

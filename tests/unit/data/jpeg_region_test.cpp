@@ -1,0 +1,168 @@
+// Partial JPEG decoding gives exactly the pixels a full decode gives (at odd, unaligned windows,
+// colour and grey), the JPEG path of an ImageFolder source gives the same training crops as
+// decoding the whole file with OpenCV, bad data is refused, and the fast HWC -> CHW split matches
+// the plain loop.
+#include "data/jpeg_region.h"
+
+#include <gtest/gtest.h>
+
+#include <random>
+#include <vector>
+
+#include "data/file_list_source.h"
+#include "data/planes.h"
+#include "data/transform.h"
+#include "fixtures.h"
+
+#if DL_HAVE_OPENCV
+#include <opencv2/core.hpp>
+#include <opencv2/imgcodecs.hpp>
+#include <opencv2/imgproc.hpp>
+#endif
+
+namespace dl::data {
+namespace {
+
+TEST(Planes, FastSplitMatchesThePlainLoop) {
+  std::mt19937 rng(3);
+  for (int channels : {1, 3}) {
+    const int h = 37, w = 53;
+    const std::size_t stride = static_cast<std::size_t>(w + 5) * channels;
+    std::vector<std::uint8_t> src(stride * (h + 4));
+    for (auto& b : src) b = static_cast<std::uint8_t>(rng());
+    for (bool flip : {false, true}) {
+      std::vector<std::uint8_t> fast(static_cast<std::size_t>(h) * w * channels);
+      std::vector<std::uint8_t> plain(fast.size());
+      to_planes(src.data(), stride, channels, 2, 3, h, w, flip, fast.data());
+      to_planes_plain(src.data(), stride, channels, 2, 3, h, w, flip, plain.data());
+      EXPECT_EQ(fast, plain) << channels << " channels, flip " << flip;
+    }
+  }
+  // The plain loop itself: a mirrored 1x3 RGB row.
+  const std::uint8_t row[9] = {1, 2, 3, 4, 5, 6, 7, 8, 9};
+  std::uint8_t out[9];
+  to_planes_plain(row, 9, 3, 0, 0, 1, 3, true, out);
+  EXPECT_EQ(std::vector<std::uint8_t>(out, out + 9),
+            (std::vector<std::uint8_t>{7, 4, 1, 8, 5, 2, 9, 6, 3}));
+}
+
+#if DL_HAVE_OPENCV && DL_HAVE_LIBJPEG
+
+// A noisy colour picture (so every block has detail), 4:2:0 as cv::imwrite writes by default.
+std::vector<std::uint8_t> noisy_jpeg(int rows, int cols, bool grey) {
+  cv::Mat image(rows, cols, CV_8UC3);
+  cv::randu(image, cv::Scalar::all(0), cv::Scalar::all(255));
+  cv::GaussianBlur(image, image, cv::Size(5, 5), 0);
+  if (grey) cv::cvtColor(image, image, cv::COLOR_BGR2GRAY);
+  std::vector<std::uint8_t> bytes;
+  EXPECT_TRUE(cv::imencode(".jpg", image, bytes, {cv::IMWRITE_JPEG_QUALITY, 90}));
+  return bytes;
+}
+
+// OpenCV's full decode as RGB (or grey) rows.
+cv::Mat full_decode(const std::vector<std::uint8_t>& bytes, bool grey) {
+  cv::Mat image = cv::imdecode(bytes, grey ? cv::IMREAD_GRAYSCALE : cv::IMREAD_COLOR);
+  if (!grey) cv::cvtColor(image, image, cv::COLOR_BGR2RGB);
+  return image;
+}
+
+void expect_window_matches(const cv::Mat& full, const JpegRegion& r, const Window& w) {
+  ASSERT_EQ(r.channels, full.channels());
+  for (int y = 0; y < w.height; ++y) {
+    const std::uint8_t* got = r.pixels + static_cast<std::size_t>(y) * r.row_stride;
+    const std::uint8_t* want = full.ptr<std::uint8_t>(w.top + y) + w.left * full.channels();
+    ASSERT_EQ(0, std::memcmp(got, want, static_cast<std::size_t>(w.width) * full.channels()))
+        << "row " << y << " of window (" << w.top << ", " << w.left << ") " << w.height << "x"
+        << w.width;
+  }
+}
+
+TEST(JpegRegion, WindowsEqualTheFullDecode) {
+  for (bool grey : {false, true}) {
+    const auto bytes = noisy_jpeg(203, 171, grey);
+    const cv::Mat full = full_decode(bytes, grey);
+    std::vector<std::uint8_t> buffer;
+    for (const Window& w : {Window{0, 0, 203, 171}, Window{17, 29, 101, 77}, Window{1, 1, 9, 9},
+                            Window{150, 120, 53, 51}, Window{0, 100, 203, 71}}) {
+      JpegRegion r;
+      ASSERT_TRUE(decode_jpeg_window(
+          bytes.data(), bytes.size(), grey ? 1 : 3, [&](int, int) { return w; }, buffer, &r));
+      EXPECT_EQ(r.image_height, 203);
+      EXPECT_EQ(r.image_width, 171);
+      expect_window_matches(full, r, w);
+    }
+  }
+}
+
+TEST(JpegRegion, ColourAsGreyIsOpenCvsGreyscaleDecode) {
+  const auto bytes = noisy_jpeg(64, 48, false);
+  const cv::Mat grey = full_decode(bytes, true);
+  std::vector<std::uint8_t> buffer;
+  JpegRegion r;
+  const Window w{5, 7, 30, 20};
+  ASSERT_TRUE(decode_jpeg_window(
+      bytes.data(), bytes.size(), 1, [&](int, int) { return w; }, buffer, &r));
+  expect_window_matches(grey, r, w);
+}
+
+TEST(JpegRegion, WindowIsClampedToTheImage) {
+  const auto bytes = noisy_jpeg(40, 30, false);
+  std::vector<std::uint8_t> buffer;
+  JpegRegion r;
+  ASSERT_TRUE(decode_jpeg_window(
+      bytes.data(), bytes.size(), 3,
+      [](int, int) {
+        return Window{30, 20, 100, 100};
+      },
+      buffer, &r));
+  EXPECT_EQ(r.window.top, 30);
+  EXPECT_EQ(r.window.left, 20);
+  EXPECT_EQ(r.window.height, 10);
+  EXPECT_EQ(r.window.width, 10);
+}
+
+TEST(JpegRegion, RefusesWhatIsNotAJpeg) {
+  std::vector<std::uint8_t> buffer;
+  JpegRegion r;
+  auto whole = [](int h, int w) { return Window{0, 0, h, w}; };
+  std::vector<std::uint8_t> png;
+  ASSERT_TRUE(cv::imencode(".png", cv::Mat(8, 8, CV_8UC3, cv::Scalar::all(9)), png));
+  EXPECT_FALSE(decode_jpeg_window(png.data(), png.size(), 3, whole, buffer, &r));
+  // A JPEG start followed by junk: libjpeg's error path (a longjmp) must come back as false.
+  std::vector<std::uint8_t> junk{0xFF, 0xD8, 0xFF, 0xC0, 0x00, 0x03, 0x01};
+  std::mt19937 rng(11);
+  for (int i = 0; i < 400; ++i) junk.push_back(static_cast<std::uint8_t>(rng()));
+  EXPECT_FALSE(decode_jpeg_window(junk.data(), junk.size(), 3, whole, buffer, &r));
+  // Cut short inside the scan data: decodable (the tail comes out grey), as OpenCV and PIL allow.
+  auto cut = noisy_jpeg(64, 64, false);
+  cut.resize(cut.size() / 2);
+  EXPECT_TRUE(decode_jpeg_window(cut.data(), cut.size(), 3, whole, buffer, &r));
+}
+
+// The loader's view: the same training crops (same random stream) as decoding the whole file with
+// OpenCV and cropping, byte for byte; and the evaluation transform too.
+TEST(JpegRegion, ImageFolderCropsEqualFullDecodeCrops) {
+  test::TempDir dir;
+  const auto bytes = noisy_jpeg(256, 256, false);
+  test::write_file(dir.file("a.jpg"), bytes);
+  const cv::Mat full = full_decode(bytes, false);
+  const auto source = make_file_list_source({{dir.file("a.jpg"), 0}}, dir.path(), "ImageFolder");
+  for (bool train : {true, false}) {
+    Transform t;
+    t.out = ImageShape{3, 224, 224};
+    t.train = train;
+    for (std::uint32_t seed = 0; seed < 20; ++seed) {
+      std::mt19937 rng_a(seed), rng_b(seed);
+      std::vector<std::uint8_t> a(t.out.bytes()), b(t.out.bytes());
+      ASSERT_TRUE(source->load(0, t, rng_a, a.data()));
+      transform_interleaved(full.data, full.rows, full.cols, 3, full.step[0], t, rng_b, b.data());
+      ASSERT_EQ(a, b) << (train ? "train" : "eval") << " seed " << seed;
+      EXPECT_EQ(rng_a(), rng_b()) << "the two paths must draw the same random numbers";
+    }
+  }
+}
+
+#endif
+
+}  // namespace
+}  // namespace dl::data

@@ -1,0 +1,140 @@
+// Partial JPEG decoding with libjpeg-turbo (see jpeg_region.h). libjpeg reports fatal errors by
+// calling error_exit, which must not return: it longjmps back here. So the functions holding the
+// setjmp keep only plain C state between setjmp and the last libjpeg call (no objects with
+// destructors that a longjmp would skip; the caller's vector lives outside).
+#include "data/jpeg_region.h"
+
+#include <algorithm>
+
+#if DL_HAVE_LIBJPEG
+#include <csetjmp>
+#include <cstdio>  // jpeglib.h needs FILE
+
+#include <jpeglib.h>
+#endif
+
+namespace dl::data {
+
+bool looks_like_jpeg(const std::uint8_t* data, std::size_t size) {
+  return size >= 3 && data[0] == 0xFF && data[1] == 0xD8 && data[2] == 0xFF;
+}
+
+#if DL_HAVE_LIBJPEG
+namespace {
+
+struct ErrorManager {
+  jpeg_error_mgr base;
+  std::jmp_buf jump;
+};
+
+[[noreturn]] void on_error(j_common_ptr cinfo) {
+  std::longjmp(reinterpret_cast<ErrorManager*>(cinfo->err)->jump, 1);
+}
+
+// Warnings (corrupt data libjpeg can decode around) and traces are not printed: a loader worker
+// has no use for them, and the caller decides what an unreadable file means.
+void quiet(j_common_ptr) {}
+
+void init(jpeg_decompress_struct* cinfo, ErrorManager* errors) {
+  cinfo->err = jpeg_std_error(&errors->base);
+  errors->base.error_exit = on_error;
+  errors->base.output_message = quiet;
+}
+
+bool supported(const jpeg_decompress_struct& cinfo) {
+  return cinfo.jpeg_color_space == JCS_GRAYSCALE || cinfo.jpeg_color_space == JCS_YCbCr ||
+         cinfo.jpeg_color_space == JCS_RGB;
+}
+
+}  // namespace
+
+bool jpeg_region_available() {
+  return true;
+}
+
+bool decode_jpeg_window(const std::uint8_t* data, std::size_t size, int channels,
+                        const ChooseWindow& choose, std::vector<std::uint8_t>& buffer,
+                        JpegRegion* region) {
+  if (!looks_like_jpeg(data, size) || (channels != 1 && channels != 3)) return false;
+  jpeg_decompress_struct cinfo;
+  ErrorManager errors;
+  init(&cinfo, &errors);
+  if (setjmp(errors.jump)) {
+    jpeg_destroy_decompress(&cinfo);
+    return false;
+  }
+  jpeg_create_decompress(&cinfo);
+  jpeg_mem_src(&cinfo, data, static_cast<unsigned long>(size));
+  jpeg_read_header(&cinfo, TRUE);
+  if (!supported(cinfo)) {
+    jpeg_destroy_decompress(&cinfo);
+    return false;
+  }
+  // Grey JPEGs stay one channel (the transform replicates it); colour ones become RGB or luma.
+  const bool grey = channels == 1 || cinfo.jpeg_color_space == JCS_GRAYSCALE;
+  cinfo.out_color_space = grey ? JCS_GRAYSCALE : JCS_RGB;
+  // The slow, exact integer IDCT: the one PIL and OpenCV use, so pixels match theirs.
+  cinfo.dct_method = JDCT_ISLOW;
+  jpeg_start_decompress(&cinfo);
+
+  const int image_h = static_cast<int>(cinfo.output_height);
+  const int image_w = static_cast<int>(cinfo.output_width);
+  const Window wanted = choose(image_h, image_w);
+  const int top = std::clamp(wanted.top, 0, image_h - 1);
+  const int left = std::clamp(wanted.left, 0, image_w - 1);
+  const int height = std::clamp(wanted.height, 1, image_h - top);
+  const int width = std::clamp(wanted.width, 1, image_w - left);
+  // libjpeg upsamples chroma at a partial decode's edges as at the image's edges, so the outer
+  // pixel or two of a window differ from a full decode. A margin of one iMCU (16 pixels, the
+  // largest with 2x2 subsampling) keeps those edges away from the pixels handed out.
+  constexpr int kMargin = 16;
+  const int first_row = std::max(0, top - kMargin);
+  const int last_row = std::min(image_h, top + height + kMargin);
+  const int first_col = std::max(0, left - kMargin);
+  const int last_col = std::min(image_w, left + width + kMargin);
+  const int rows = last_row - first_row;
+  // Widened to whole iMCU columns by libjpeg: decoding starts at x_offset <= first_col.
+  JDIMENSION x_offset = static_cast<JDIMENSION>(first_col);
+  JDIMENSION x_width = static_cast<JDIMENSION>(last_col - first_col);
+  if (last_col - first_col < image_w) jpeg_crop_scanline(&cinfo, &x_offset, &x_width);
+  const int components = cinfo.output_components;
+  const std::size_t stride =
+      static_cast<std::size_t>(cinfo.output_width) * static_cast<std::size_t>(components);
+  if (buffer.size() < stride * static_cast<std::size_t>(rows)) {
+    buffer.resize(stride * static_cast<std::size_t>(rows));
+  }
+  if (first_row > 0) jpeg_skip_scanlines(&cinfo, static_cast<JDIMENSION>(first_row));
+  for (int y = 0; y < rows;) {
+    JSAMPROW row = buffer.data() + static_cast<std::size_t>(y) * stride;
+    const JDIMENSION got = jpeg_read_scanlines(&cinfo, &row, 1);
+    if (got == 0) break;  // truncated data: libjpeg pads with grey and warns; never loops
+    y += static_cast<int>(got);
+  }
+  // The rows below the window (and its margin) are never decoded.
+  jpeg_abort_decompress(&cinfo);
+  jpeg_destroy_decompress(&cinfo);
+
+  region->pixels = buffer.data() + static_cast<std::size_t>(top - first_row) * stride +
+                   static_cast<std::size_t>(static_cast<JDIMENSION>(left) - x_offset) *
+                       static_cast<std::size_t>(components);
+  region->row_stride = stride;
+  region->channels = components;
+  region->window = Window{top, left, height, width};
+  region->image_height = image_h;
+  region->image_width = image_w;
+  return true;
+}
+
+#else
+
+bool jpeg_region_available() {
+  return false;
+}
+bool decode_jpeg_window(const std::uint8_t*, std::size_t, int, const ChooseWindow&,
+                        std::vector<std::uint8_t>&, JpegRegion*) {
+  return false;
+}
+
+#endif
+
+}  // namespace dl::data
