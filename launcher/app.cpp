@@ -24,6 +24,7 @@
 #include "plan.h"
 #include "probe.h"
 #include "report.h"
+#include "run_as.h"
 #include "supervisor.h"
 #include "system_host.h"
 #include "text.h"
@@ -131,6 +132,7 @@ int run(int argc, const char* const argv[]) {
 
   Launch launch;
   launch.workspace = check_workspace(opts.workspace.value, opts.workspace.source);
+  launch.run_as = workspace_owner(launch.workspace, opts.run_as_owner);
   launch.config_file = opts.config_file;
   const bool default_program = opts.command.empty();
   std::optional<std::string> missing_trainer;
@@ -211,15 +213,25 @@ int run(int argc, const char* const argv[]) {
   std::cout << render_text(launch, false) << std::flush;
   if (search && search->cache_written) {
     store_batch_cache(search->cache_file, search->cache_key, *search);
+    give_to(launch.run_as, launch.workspace + "/.dl");
+    give_to(launch.run_as, search->cache_file);
   }
   create_run_dir(launch.workspace, launch.run_name);
+  give_to(launch.run_as, launch.workspace + "/runs");
+  give_to(launch.run_as, launch.run_dir);
+  if (launch.run_as) {
+    launch.run_as->home = home_for(*launch.run_as, launch.workspace);
+    launch.env.emplace_back("HOME", launch.run_as->home);
+  }
   write_file_atomic(launch.run_dir + "/plan.json", render_json(launch));
+  give_to(launch.run_as, launch.run_dir + "/plan.json");
 
   SpawnSpec spec;
   spec.argv = launch.command;
   spec.cwd = launch.workspace;
   spec.env = launch.env;
   spec.grace_seconds = opts.grace_seconds;
+  spec.identity = launch.run_as;
   const int code = supervise(spec);
   if (code != 0) spdlog::warn("{} exited with code {}", launch.command[0], code);
   return code;

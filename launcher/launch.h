@@ -11,6 +11,7 @@
 
 #include "plan.h"
 #include "probe.h"
+#include "run_as.h"
 
 namespace dl {
 
@@ -27,6 +28,8 @@ struct Launch {
   std::vector<std::string> command;  // argv; argv[0] absolute
   EnvList forwarded;  // training settings and the config file, handed on to the program
   EnvList env;        // variables set for the program (DL_*, torchrun, threads, forwarded)
+  // The user the program runs as when it is not dl-launch's own (root on another's workspace).
+  std::optional<Identity> run_as;
 };
 
 // The variables the program gets on top of the launcher's own environment. `lookup` reads the

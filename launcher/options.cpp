@@ -192,6 +192,7 @@ LaunchOptions parse_options(int argc, const char* const argv[]) {
     r.memory_margin = {*m, s.source("memory-margin")};
   }
   if (auto retune = s.flag("retune")) opts.retune = *retune;
+  if (auto owner = s.flag("run-as-owner")) opts.run_as_owner = *owner;
   r.precision = {s.one_of("precision", {"auto", "fp32", "fp16", "bf16"}, "auto"),
                  s.source("precision")};
   r.device = {device_value(s), s.source("device")};

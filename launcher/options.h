@@ -27,6 +27,7 @@ struct LaunchOptions {
   std::vector<std::string> command;  // after "--"; empty: the trainer
   bool data_given = false;           // the `data` setting names the training data
   bool retune = false;               // search the batch size even when the cache has an answer
+  bool run_as_owner = true;          // as root, run the program as the workspace's owner
   // Training settings the batch-size cache is keyed by (what the probe measures depends on them).
   std::string model = "cnn";
   std::string data;         // the `data` setting, "" when not given

@@ -148,6 +148,10 @@ std::string render_text(const Launch& l, bool dry_run) {
   out << "\n  workspace  " << l.workspace << "\n";
   if (l.config_file) out << "  config     " << *l.config_file << "\n";
   out << "  run dir    " << l.run_dir << (dry_run ? "  (not created: dry run)" : "") << "\n";
+  if (l.run_as) {
+    out << "  user       " << describe_user(l.run_as->uid) << ", group " << l.run_as->gid
+        << "  (the workspace's owner: its files stay theirs; --run-as-owner false runs as root)\n";
+  }
   if (!l.plan.warnings.empty()) {
     out << "warnings\n";
     for (const auto& w : l.plan.warnings) out << "  ! " << w << "\n";
@@ -210,6 +214,13 @@ std::string render_json(const Launch& l) {
   w.key("config_file");
   l.config_file ? w.value(*l.config_file) : w.null();
   w.key("run_name").value(l.run_name).key("run_dir").value(l.run_dir);
+  w.key("run_as");
+  if (l.run_as) {
+    w.begin_object().key("uid").value(static_cast<std::uint64_t>(l.run_as->uid));
+    w.key("gid").value(static_cast<std::uint64_t>(l.run_as->gid)).end_object();
+  } else {
+    w.null();
+  }
   w.key("command").begin_array();
   for (const auto& a : l.command) w.value(a);
   w.end_array();

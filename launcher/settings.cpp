@@ -35,7 +35,8 @@ po::options_description make_launch() {
     ("nvml-library", po::value<std::string>(), "NVML library to load (default libnvidia-ml.so.1)")
     ("memory-budget", po::value<std::string>(), "memory the batch-size search may plan for, e.g. 6GiB or 512MiB (default: free GPU memory minus the margin; on CPU the usable RAM)")
     ("memory-margin", po::value<std::string>(), "share of free GPU memory kept back by the batch-size search (default 0.1)")
-    ("retune", po::value<std::string>()->implicit_value("true"), "search the batch size again instead of using the workspace's cached answer");
+    ("retune", po::value<std::string>()->implicit_value("true"), "search the batch size again instead of using the workspace's cached answer")
+    ("run-as-owner", po::value<std::string>()->implicit_value("true"), "when run as root on a workspace that belongs to another user, run the program as that user so the files it writes are theirs (default true)");
   // clang-format on
   return d;
 }

@@ -3,6 +3,7 @@
 // signal and the child's exit.
 #include "supervisor.h"
 
+#include <grp.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -19,6 +20,7 @@
 #include <chrono>
 #include <cstring>
 #include <optional>
+#include <system_error>
 
 #include "errors.h"
 
@@ -72,11 +74,20 @@ int supervise(const SpawnSpec& spec) {
   // terminal over (as a shell does for a job): otherwise a program that reads stdin (input(),
   // pdb) is stopped by SIGTTIN, and Ctrl-C would reach the launcher only.
   const bool own_terminal = isatty(STDIN_FILENO) != 0 && tcgetpgrp(STDIN_FILENO) == getpgrp();
+  const bool switch_user = spec.identity.has_value();
+  const uid_t uid = switch_user ? spec.identity->uid : 0;
+  const gid_t gid = switch_user ? spec.identity->gid : 0;
   std::optional<bp::child> child;
   try {
     child.emplace(
         bp::exe = spec.argv[0], bp::args = args, bp::start_dir = spec.cwd, env,
-        bp::extend::on_exec_setup = [&old_mask, own_terminal](auto&) {
+        bp::extend::on_exec_setup = [&old_mask, own_terminal, switch_user, uid, gid](auto& exec) {
+          // Groups first, the uid last: once the uid is dropped, the rest is not allowed.
+          if (switch_user && (setgroups(1, &gid) != 0 || setgid(gid) != 0 || setuid(uid) != 0)) {
+            exec.set_error(std::error_code(errno, std::system_category()),
+                           "cannot switch to the workspace owner's uid and gid");
+            _exit(exit_code::kNotExecutable);
+          }
           // In the child, between fork and exec: a group of its own (the launcher
           // signals the group), the terminal when the launcher had it, and the signal
           // mask the launcher had.

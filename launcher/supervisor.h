@@ -4,10 +4,12 @@
 // trainer its chance to save a checkpoint.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "launch.h"
+#include "run_as.h"
 
 namespace dl {
 
@@ -16,6 +18,8 @@ struct SpawnSpec {
   std::string cwd;
   EnvList env;  // set on top of the launcher's environment
   double grace_seconds = 30.0;
+  // Runs the program as this user (and their group only) instead of the launcher's.
+  std::optional<Identity> identity;
 };
 
 // Runs the program to its end. Returns its exit code, or 128+N when it died of signal N.

@@ -11,6 +11,7 @@
 #include <cstring>
 
 #include "errors.h"
+#include "run_as.h"
 
 namespace dl {
 namespace {
@@ -31,9 +32,10 @@ void make_dir(const std::string& path) {
 std::string check_workspace(const std::string& path, const std::string& source) {
   struct stat st {};
   if (stat(path.c_str(), &st) != 0) {
+    // Not created here: a mistyped path would quietly start an empty workspace.
     throw UserError(exit_code::kMissing, source + ": workspace " + path + " does not exist (" +
                                              std::strerror(errno) +
-                                             "); expected an existing directory");
+                                             "); create it with: dl-launch init " + path);
   }
   if (!S_ISDIR(st.st_mode)) {
     throw UserError(exit_code::kCantWrite,
@@ -41,9 +43,13 @@ std::string check_workspace(const std::string& path, const std::string& source) 
   }
   // access() honours read-only mounts for root too.
   if (access(path.c_str(), W_OK | X_OK) != 0) {
-    throw UserError(exit_code::kCantWrite, source + ": workspace " + path + " is not writable (" +
-                                               std::strerror(errno) +
-                                               "); runs/ and checkpoints are written there");
+    const int err = errno;
+    throw UserError(exit_code::kCantWrite,
+                    source + ": workspace " + path + " is not writable by " +
+                        describe_user(geteuid()) + " (" + std::strerror(err) + "; owned by " +
+                        describe_user(st.st_uid) +
+                        "); runs/ and checkpoints are written there: run as its owner (docker: "
+                        "--user $(id -u):$(id -g)) or make it writable");
   }
   char resolved[PATH_MAX];
   if (realpath(path.c_str(), resolved) == nullptr) return path;

@@ -3,7 +3,8 @@
 // reading the environment contract, exiting with a code, dying of a signal, saving a checkpoint on
 // SIGTERM, ignoring SIGTERM, and running worker processes in its process group.
 //
-//   env FILE        write "cwd=<dir>" and then every NAME=VALUE of the environment to FILE
+//   env FILE        write "cwd=<dir>", "uid=<uid>", "gid=<gid>", "groups=<supplementary groups>"
+//                   and then every NAME=VALUE of the environment to FILE
 //   exit N          exit with code N
 //   signal N        die of signal N
 //   wait-term FILE  print "ready", wait for SIGTERM/SIGINT/SIGHUP, write "saved <signo>" to FILE
@@ -107,6 +108,12 @@ int mode_env(const char* path) {
   char cwd[PATH_MAX];
   if (getcwd(cwd, sizeof cwd) == nullptr) return 3;
   std::string text = std::string("cwd=") + cwd + "\n";
+  text += "uid=" + std::to_string(getuid()) + "\ngid=" + std::to_string(getgid()) + "\n";
+  gid_t groups[64];
+  const int n = getgroups(64, groups);
+  text += "groups=";
+  for (int i = 0; i < n; ++i) text += (i ? "," : "") + std::to_string(groups[i]);
+  text += "\n";
   for (char** e = environ; *e != nullptr; ++e) text += std::string(*e) + "\n";
   return write_file(path, text, false) ? 0 : 3;
 }

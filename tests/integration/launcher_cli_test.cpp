@@ -305,7 +305,7 @@ TEST_F(LauncherBadInput, EnvironmentVariableWithBadValueIsNamed) {
 TEST_F(LauncherBadInput, MissingWorkspace) {
   const std::string missing = ws / "missing";
   expect_user_error(run(launch({"--workspace", missing, "--", kChild, "exit", "0"})), 66,
-                    {missing, "--workspace"});
+                    {missing, "--workspace", "dl-launch init " + missing});
   expect_workspace_holds({});  // in particular, "missing" was not created
 }
 
@@ -329,7 +329,9 @@ TEST_F(LauncherBadInput, UnwritableWorkspace) {
   } else {
     ASSERT_EQ(chmod(ws.path().c_str(), 0555), 0);
   }
-  expect_user_error(run(under(prefix, launch_in_ws({}))), 73, {ws.path(), "not writable"});
+  // The line names the owner: the fix is theirs, or a --user for the container.
+  expect_user_error(run(under(prefix, launch_in_ws({}))), 73,
+                    {ws.path(), "not writable", "owned by", "uid"});
   expect_workspace_holds({});
 }
 

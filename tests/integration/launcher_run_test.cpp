@@ -4,6 +4,8 @@
 // Signals are sent only after the child has printed "ready", so no test depends on timing.
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <map>
@@ -100,6 +102,51 @@ TEST_F(LauncherRun, ChildGetsThePlanAsEnvironmentAndTheWorkspaceAsDirectory) {
   EXPECT_TRUE(contains(plan, "\"DL_BATCH_SIZE\": \"16\"")) << plan;
   // Written atomically: no temporary file is left behind.
   EXPECT_EQ(list_dir(run_dir), std::vector<std::string>{"plan.json"});
+}
+
+// --- Whose files: as root on a workspace that belongs to another user (the container on the host
+// user's bind mount), the program runs as that user and everything in the workspace is theirs.
+
+constexpr uid_t kNobody = 65534;
+
+uid_t owner_of(const std::string& path) {
+  struct stat st {};
+  return lstat(path.c_str(), &st) == 0 ? st.st_uid : static_cast<uid_t>(-1);
+}
+
+TEST_F(LauncherRun, AsRootTheProgramRunsAsTheWorkspaceOwner) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root (the container's case)";
+  ASSERT_EQ(chown(ws.path().c_str(), kNobody, kNobody), 0);
+  const std::string out = ws / "env.txt";  // written by the child: in the workspace, as a user
+  const Result r = run(launch(
+      {"--workspace", ws.path(), "--name", "r1", "--workers", "1", "--", kChild, "env", out}));
+  ASSERT_EQ(r.code, 0) << r.err;
+  ASSERT_TRUE(file_exists(out)) << "the child did not run: " << r.err;
+  const auto env = read_env_file(out);
+  EXPECT_EQ(env.at("uid"), "65534");
+  EXPECT_EQ(env.at("gid"), "65534");
+  EXPECT_EQ(env.at("groups"), "65534") << "root's supplementary groups were kept";
+  EXPECT_EQ(owner_of(out), kNobody);
+  for (const char* made : {"runs", "runs/r1", "runs/r1/plan.json"}) {
+    EXPECT_EQ(owner_of(ws / made), kNobody) << made << " was left to root";
+  }
+  // HOME is one the user can write to (nobody's passwd home, /nonexistent, is not).
+  ASSERT_TRUE(env.count("HOME"));
+  EXPECT_EQ(owner_of(env.at("HOME")), kNobody) << env.at("HOME");
+  EXPECT_TRUE(contains(read_file(ws / "runs/r1/plan.json"), "\"uid\": 65534"));
+  EXPECT_TRUE(contains(r.out, "user ")) << r.out;
+}
+
+TEST_F(LauncherRun, RunAsOwnerOffKeepsTheLaunchersUser) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root (the container's case)";
+  ASSERT_EQ(chown(ws.path().c_str(), kNobody, kNobody), 0);
+  const std::string out = scratch / "env";
+  const Result r = run(launch({"--workspace", ws.path(), "--name", "r1", "--workers", "1", "--",
+                               kChild, "env", out}),
+                       {{"DL_RUN_AS_OWNER", "false"}});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(read_env_file(out).at("uid"), "0");
+  EXPECT_EQ(owner_of(ws / "runs/r1"), 0u);
 }
 
 TEST_F(LauncherRun, PlanJsonIsValidJson) {
