@@ -49,7 +49,8 @@ packages=($NATIVE_BUILD_PACKAGES $NATIVE_LIB_PACKAGES)
 
 missing=()
 for p in "${packages[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+  status=$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)
+  [ "$status" = "install ok installed" ] || missing+=("$p")
 done
 
 if [ "${#missing[@]}" -eq 0 ]; then
@@ -65,7 +66,10 @@ export DEBIAN_FRONTEND=noninteractive
 # has and say what it lacks; the build and the tests then skip what needs the missing parts.
 available=()
 for p in "${missing[@]}"; do
-  if apt-cache policy "$p" 2>/dev/null | grep -q 'Candidate: [^(]'; then
+  # Captured first: with pipefail, `apt-cache policy | grep -q` fails whenever grep exits before
+  # apt-cache has written its version table (SIGPIPE), and the package would count as missing.
+  policy=$(apt-cache policy "$p" 2>/dev/null || true)
+  if grep -q 'Candidate: [^(]' <<<"$policy"; then
     available+=("$p")
   else
     echo "install-native.sh: '$p' is not in this distribution's archive; parts that need it are skipped" >&2
