@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # End to end, Fashion-MNIST, small CNN, batch 64, 1 epoch, 2 compute threads: dl-train against the
-# PyTorch reference (bench/reference/train_reference.py), side by side in one sitting. Runs
+# PyTorch reference (workspace_template/python/train.py), side by side in one sitting. Runs
 # alternate A and B (ABBA from one repetition to the next, worker counts interleaved) so that load
 # from other work on the machine falls on both; prints a markdown table of medians and ratios.
 #
@@ -68,7 +68,7 @@ for w in $workers; do [[ "$w" =~ ^[0-9]+$ ]] || die "--workers: $w is not a whol
   || die "--python $python: cannot import torch and torchvision"
 [[ -d "$data" ]] || die "--data $data: no such directory (expected the Fashion-MNIST IDX files)"
 dl_train="$(cd "$(dirname "$dl_train")" && pwd)/$(basename "$dl_train")"
-reference="$here/reference/train_reference.py"
+reference="$repo/workspace_template/python/train.py"
 
 limit=()
 [[ $quick -eq 1 ]] && limit=(--limit-batches 200)
