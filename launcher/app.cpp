@@ -19,6 +19,7 @@
 #include "command.h"
 #include "data_location.h"
 #include "errors.h"
+#include "init.h"
 #include "launch.h"
 #include "options.h"
 #include "plan.h"
@@ -120,6 +121,9 @@ void setup_logging() {
 }
 
 int run(int argc, const char* const argv[]) {
+  if (argc >= 2 && std::string(argv[1]) == "init") {
+    return init_main(std::vector<std::string>(argv + 2, argv + argc), std::cout);
+  }
   LaunchOptions opts = parse_options(argc, argv);
   if (opts.help) {
     std::cout << usage_text();

@@ -124,7 +124,8 @@ std::string env_to_option(const std::string& variable) {
 
 std::string usage_text() {
   std::ostringstream out;
-  out << "Usage: dl-launch [options] [-- command [args...]]\n\n"
+  out << "Usage: dl-launch [options] [-- command [args...]]\n"
+         "       dl-launch init DIR   (a new workspace from the template; init --help)\n\n"
          "Probes the machine (usable CPU cores, RAM, /dev/shm, GPUs), plans the data workers,\n"
          "compute threads, device, precision and batch size, then starts dl-train (or the\n"
          "command after --) in the workspace with the plan as DL_* variables, and supervises it.\n"
