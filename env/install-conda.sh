@@ -75,7 +75,8 @@ case "$kind/$what" in
     install_shell_hook
     ;;
   debian/dl)
-    apt_install python3 python3-torch python3-torchvision python3-numpy python3-pandas \
+    # python-is-python3: `python`, as the tutorial and `dl-launch -- python train.py` spell it.
+    apt_install python3 python-is-python3 python3-torch python3-torchvision python3-numpy python3-pandas \
       python3-matplotlib python3-seaborn python3-tqdm python3-psutil python3-opencv
     mkdir -p /opt/dl && touch /opt/dl/python-env
     install_shell_hook
