@@ -15,9 +15,9 @@ struct TrainConfig {
   int batch_size = 64;
   double lr = 1e-3;
   double weight_decay = 0.01;
-  double clip_norm = 1.0;  // 0: no clipping
-  int workers = 2;
-  int threads = 0;                           // 0: leave LibTorch's default
+  double clip_norm = 1.0;                    // 0: no clipping
+  int workers = -1;                          // -1: auto (measured at start, pipeline_plan.h)
+  int threads = -1;                          // -1: auto (measured at start)
   std::string device = "auto";               // auto | cpu | cuda | cuda:N
   std::string precision = "auto";            // auto | fp32 | fp16 | bf16
   std::string precision_source = "default";  // where precision came from, for messages

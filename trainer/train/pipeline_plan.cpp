@@ -71,7 +71,7 @@ PipelineChoice cores_minus_two(int cores) {
 
 std::string describe_costs(const PipelineCosts& costs) {
   char buffer[64];
-  std::snprintf(buffer, sizeof buffer, "loading %.1f ms/batch; step", costs.load_seconds * 1e3);
+  std::snprintf(buffer, sizeof buffer, "loading %.2f ms/batch; step", costs.load_seconds * 1e3);
   std::string text = buffer;
   bool first = true;
   for (auto it = costs.step_seconds.rbegin(); it != costs.step_seconds.rend(); ++it) {

@@ -30,6 +30,8 @@
 #include "train/grad_scaler.h"
 #include "train/metrics.h"
 #include "train/monitor.h"
+#include "train/pipeline_plan.h"
+#include "train/pipeline_tuner.h"
 #include "train/precision.h"
 #include "train/progress.h"
 #include "train/train_step.h"
@@ -140,6 +142,51 @@ void save(const std::string& path, const model::CheckpointData& c) {
   }
 }
 
+// Workers and compute threads: the user's numbers where given, the rest measured (pipeline_plan.h).
+// Sets LibTorch's thread count and returns the loader's worker count.
+int choose_workers_and_threads(const TrainConfig& config, const DataSetup& d,
+                               const model::ModelSpec& spec, const torch::Device& device,
+                               Precision precision, const ScalerOptions& scaler, DeviceFeed& feed) {
+  if (config.workers >= 0 && config.threads > 0) {
+    torch::set_num_threads(config.threads);
+    return config.workers;
+  }
+  const PipelineLimits limits{config.workers, config.threads};
+  const int cores = usable_cores();
+  TuneSetup setup;
+  setup.source = d.train.get();
+  setup.transform = d.train_transform;
+  setup.spec = spec;
+  setup.device = device;
+  setup.precision = precision;
+  setup.scaler = scaler;
+  setup.config = &config;
+  setup.feed = &feed;
+  const auto start = Clock::now();
+  PipelineCosts costs;
+  try {
+    costs = measure_pipeline(setup, cores, thread_candidates(cores, limits));
+  } catch (const std::invalid_argument& e) {
+    throw UserError(exit_code::kUsage, e.what());
+  }
+  const PipelineChoice choice = choose_pipeline(costs, limits);
+  torch::set_num_threads(choice.threads);
+  const PipelineChoice rule = cores_minus_two(cores);
+  std::string versus;
+  if (costs.step_seconds.count(rule.threads) != 0 &&
+      (rule.workers != choice.workers || rule.threads != choice.threads)) {
+    versus =
+        fmt::format("; cores-2 would give {} worker(s) + {} thread(s): {:.1f} ms", rule.workers,
+                    rule.threads, 1e3 * predict_batch_seconds(costs, rule.workers, rule.threads));
+  }
+  spdlog::info(
+      "pipeline: {} on {} core(s) -> {} worker(s), {} thread(s), {:.1f} ms/batch "
+      "predicted{} (measured in {:.1f} s)",
+      describe_costs(costs), cores, choice.workers, choice.threads, 1e3 * choice.predicted_seconds,
+      versus, seconds_since(start));
+  return choice.workers;
+}
+
 }  // namespace
 
 int run_training(const TrainConfig& config) {
@@ -153,7 +200,6 @@ int run_training(const TrainConfig& config) {
   spdlog::default_logger()->sinks().push_back(
       std::make_shared<spdlog::sinks::basic_file_sink_mt>(config.run_dir + "/train.log"));
   if (config.threads > 0) torch::set_num_threads(config.threads);
-  torch::manual_seed(config.seed);
   if (device.is_cuda()) at::globalContext().setBenchmarkCuDNN(true);
   if (!precision.warning.empty()) spdlog::warn("precision: {}", precision.warning);
 
@@ -168,6 +214,18 @@ int run_training(const TrainConfig& config) {
   spec.in_channels = shape.channels;
   spec.num_classes = classes;
   spec.input_size = shape.height;
+  ScalerOptions scaler_options;
+  scaler_options.enabled = uses_scaler(precision.precision);
+  scaler_options.init_scale = config.loss_scale;
+  scaler_options.growth_factor = config.loss_scale_growth;
+  scaler_options.backoff_factor = config.loss_scale_backoff;
+  scaler_options.growth_interval = config.loss_scale_interval;
+  DeviceFeed feed(device, shape.channels, d.mean, d.std);
+  const int workers = choose_workers_and_threads(config, d, spec, device, precision.precision,
+                                                 scaler_options, feed);
+  // After the measurement (whose scratch model drew random numbers): the model's initial weights
+  // depend on the seed only.
+  torch::manual_seed(config.seed);
   std::unique_ptr<model::Model> net;
   try {
     net = model::make_model(spec);
@@ -178,12 +236,6 @@ int run_training(const TrainConfig& config) {
   std::vector<torch::Tensor> params = net->parameters();
   torch::optim::AdamW opt(params,
                           torch::optim::AdamWOptions(config.lr).weight_decay(config.weight_decay));
-  ScalerOptions scaler_options;
-  scaler_options.enabled = uses_scaler(precision.precision);
-  scaler_options.init_scale = config.loss_scale;
-  scaler_options.growth_factor = config.loss_scale_growth;
-  scaler_options.backoff_factor = config.loss_scale_backoff;
-  scaler_options.growth_interval = config.loss_scale_interval;
   GradScaler scaler(scaler_options, device);
 
   int start_epoch = 0;
@@ -232,17 +284,16 @@ int run_training(const TrainConfig& config) {
         for (const auto& p : params) n += p.numel();
         return n;
       }(),
-      device.str(), torch::get_num_threads(), config.workers, config.batch_size, config.epochs);
+      device.str(), torch::get_num_threads(), workers, config.batch_size, config.epochs);
   spdlog::info("precision {} ({}){}", precision_name(precision.precision), precision.reason,
                scaler.enabled() ? fmt::format(", loss scale {:g}", scaler.current_scale()) : "");
   StepRunner runner(*net, opt, params, scaler, precision.precision, device, config.clip_norm);
 
-  DeviceFeed feed(device, shape.channels, d.mean, d.std);
   data::LoaderConfig train_cfg;
   train_cfg.allocate = feed.allocator();
   train_cfg.release = feed.releaser();
   train_cfg.batch_size = config.batch_size;
-  train_cfg.workers = config.workers;
+  train_cfg.workers = workers;
   train_cfg.shuffle = true;
   train_cfg.drop_last = true;
   train_cfg.seed = config.seed;

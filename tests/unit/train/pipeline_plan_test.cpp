@@ -102,7 +102,7 @@ TEST(PipelinePlan, RuleOfThumb) {
 
 TEST(PipelinePlan, DescribesTheMeasurement) {
   EXPECT_EQ(describe_costs(costs(2, 3.14, {{1, 41.0}, {2, 24.25}})),
-            "loading 3.1 ms/batch; step 24.2 ms (2 threads), 41.0 ms (1 thread)");
+            "loading 3.14 ms/batch; step 24.2 ms (2 threads), 41.0 ms (1 thread)");
 }
 
 }  // namespace
