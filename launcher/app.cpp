@@ -155,6 +155,7 @@ int run(int argc, const char* const argv[]) {
 
   Request& req = opts.request;
   req.shm_batches = passes_batches_through_shm(launch.command);
+  req.trainer_measures = default_program && !missing_trainer;
   if (!default_program) {
     req.probe_unavailable = "the program is " + launch.command[0] + ", not dl-train";
   } else if (missing_trainer) {

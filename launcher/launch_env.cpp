@@ -23,13 +23,17 @@ EnvList child_environment(const Launch& launch, const EnvLookup& lookup) {
       {"DL_PLAN", launch.run_dir + "/plan.json"},
       {"DL_DEVICE", p.device.value},
       {"DL_PRECISION", p.precision.value},
-      {"DL_WORKERS", std::to_string(p.workers.value)},
-      {"DL_THREADS", std::to_string(p.threads.value)},
+      {"DL_WORKERS", p.workers_measured ? "auto" : std::to_string(p.workers.value)},
+      {"DL_THREADS", p.threads_measured ? "auto" : std::to_string(p.threads.value)},
       {"DL_BATCH_SIZE", std::to_string(p.batch_size.value)},
+      // The cores the program may use (cgroup quota and affinity), for its own measurement.
+      {"DL_CORES", std::to_string(launch.facts.cpu.usable)},
   };
   // Intra-op threads for OpenMP/MKL users (Python's torch, numpy); an explicit user setting wins.
+  // A measuring dl-train sets its own count and may try every usable core.
+  const int omp = p.threads_measured ? launch.facts.cpu.usable : p.threads.value;
   for (const char* var : {"OMP_NUM_THREADS", "MKL_NUM_THREADS"}) {
-    if (!get(var)) env.emplace_back(var, std::to_string(p.threads.value));
+    if (!get(var)) env.emplace_back(var, std::to_string(omp));
   }
   // The torchrun contract for a single process; a scheduler's values are kept.
   const std::pair<const char*, const char*> torchrun[] = {

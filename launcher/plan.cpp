@@ -289,6 +289,19 @@ Plan make_plan(const Facts& facts, const Request& req, const BatchSearchRecord* 
   if (search != nullptr) plan.batch_search = *search;
   plan.workers = plan_workers(facts, req, plan.batch_size.value, &plan.warnings);
   plan.threads = plan_threads(facts, req, plan.workers.value, &plan.warnings);
+  // dl-train times a few batches of loading and a few training steps at start and picks from
+  // them (its pipeline plan), which beats any rule when loading is cheap or expensive.
+  if (req.trainer_measures && !req.workers) {
+    plan.workers_measured = true;
+    plan.workers.reason =
+        "measured by dl-train at start (rule of thumb: " + std::to_string(plan.workers.value) +
+        ", " + plan.workers.reason + ")";
+  }
+  if (req.trainer_measures && !req.threads) {
+    plan.threads_measured = true;
+    plan.threads.reason = "measured by dl-train at start, up to " +
+                          std::to_string(facts.cpu.usable) + " usable cores";
+  }
 
   if (facts.shm.present && facts.shm.total <= kDockerDefaultShm) {
     plan.warnings.push_back(

@@ -27,6 +27,9 @@ struct Request {
   Sourced<int> batch_size{64};
   std::optional<Sourced<std::uint64_t>> memory_budget;  // what the search may plan for
   Sourced<double> memory_margin{0.1};                   // share of free GPU memory kept back
+  // The program is dl-train, which measures workers and threads at start (their "auto"): the plan
+  // then hands over the cores instead of fixing numbers the user did not give.
+  bool trainer_measures = false;
   // Why the search cannot probe the program (it runs dl-train's probe mode); "" when it can.
   std::string probe_unavailable = "the program is not dl-train";
   Sourced<std::string> precision{"auto"};  // auto | fp32 | fp16 | bf16
@@ -65,6 +68,10 @@ struct Plan {
   Choice<std::string> precision;
   Choice<int> workers;
   Choice<int> threads;
+  // Left to dl-train's measurement (DL_WORKERS/DL_THREADS=auto); the values above are then the
+  // rule of thumb's, shown for comparison.
+  bool workers_measured = false;
+  bool threads_measured = false;
   Choice<int> batch_size;
   std::optional<BatchSearchRecord> batch_search;  // when the batch size was searched
   std::vector<std::string> warnings;

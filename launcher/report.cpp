@@ -133,8 +133,10 @@ std::string render_text(const Launch& l, bool dry_run) {
   out << "plan\n";
   out << row("device", l.plan.device.value, l.plan.device.reason);
   out << row("precision", l.plan.precision.value, l.plan.precision.reason);
-  out << row("workers", std::to_string(l.plan.workers.value), l.plan.workers.reason);
-  out << row("threads", std::to_string(l.plan.threads.value), l.plan.threads.reason);
+  out << row("workers", l.plan.workers_measured ? "auto" : std::to_string(l.plan.workers.value),
+             l.plan.workers.reason);
+  out << row("threads", l.plan.threads_measured ? "auto" : std::to_string(l.plan.threads.value),
+             l.plan.threads.reason);
   out << row("batch", std::to_string(l.plan.batch_size.value), l.plan.batch_size.reason);
   const Request& r = l.request;
   out << row(
@@ -204,6 +206,8 @@ std::string render_json(const Launch& l) {
   json_choice(w, "precision", l.plan.precision);
   json_choice(w, "workers", l.plan.workers);
   json_choice(w, "threads", l.plan.threads);
+  w.key("workers_measured").value(l.plan.workers_measured);
+  w.key("threads_measured").value(l.plan.threads_measured);
   json_choice(w, "batch_size", l.plan.batch_size);
   w.key("warnings").begin_array();
   for (const auto& warning : l.plan.warnings) w.value(warning);

@@ -52,6 +52,25 @@ TEST(LaunchEnv, PlanBecomesDlVariables) {
   EXPECT_EQ(env.at("MASTER_PORT"), "29500");
 }
 
+TEST(LaunchEnv, MeasuringTrainerGetsAutoAndTheCores) {
+  Launch l = sample_launch();
+  l.facts.cpu.usable = 12;
+  l.plan.workers_measured = true;
+  l.plan.threads_measured = true;
+  const auto env =
+      as_map(child_environment(l, [](const char*) { return std::optional<std::string>{}; }));
+  EXPECT_EQ(env.at("DL_WORKERS"), "auto");
+  EXPECT_EQ(env.at("DL_THREADS"), "auto");
+  EXPECT_EQ(env.at("DL_CORES"), "12");
+  // dl-train sets its own thread count; OpenMP must not hold it below the cores it may try.
+  EXPECT_EQ(env.at("OMP_NUM_THREADS"), "12");
+  // A plan with numbers (any other program) hands them over as they are.
+  const auto fixed = as_map(
+      child_environment(sample_launch(), [](const char*) { return std::optional<std::string>{}; }));
+  EXPECT_EQ(fixed.at("DL_WORKERS"), "6");
+  EXPECT_EQ(fixed.at("DL_CORES"), "1");
+}
+
 TEST(LaunchEnv, SchedulerAndUserSettingsAreKept) {
   const auto env = as_map(child_environment(sample_launch(), [](const char* name) {
     const std::map<std::string, std::string> outer = {

@@ -48,6 +48,27 @@ struct CoresCase {
 
 class CoresRule : public ::testing::TestWithParam<CoresCase> {};
 
+TEST(PlanMeasured, DlTrainMeasuresWhatTheUserLeftOpen) {
+  Request req;
+  req.trainer_measures = true;
+  const Plan p = make_plan(cpu_machine(2), req);
+  EXPECT_TRUE(p.workers_measured);
+  EXPECT_TRUE(p.threads_measured);
+  // The rule's numbers stay in the plan for comparison, and the reason says who decides.
+  EXPECT_EQ(p.workers.value, 1);
+  EXPECT_NE(p.workers.reason.find("measured by dl-train at start"), std::string::npos)
+      << p.workers.reason;
+
+  req.workers = Sourced<int>{3, "--workers"};
+  const Plan fixed = make_plan(cpu_machine(8), req);
+  EXPECT_FALSE(fixed.workers_measured);
+  EXPECT_EQ(fixed.workers.value, 3);
+  EXPECT_TRUE(fixed.threads_measured);
+
+  // Any other program gets numbers.
+  EXPECT_FALSE(make_plan(cpu_machine(2), Request{}).workers_measured);
+}
+
 TEST_P(CoresRule, WorkersAreCoresMinusTwoAndThreadsTakeTheRest) {
   const auto c = GetParam();
   const Plan p = make_plan(cpu_machine(c.cores), Request{});
