@@ -13,6 +13,10 @@
 //                           training steps in fp32 and fp16 at the same batch (goal <= 0.55x).
 //   dl_gpu_check throughput [--max-batch 2048]   ResNet-50 at 224x224: each precision's largest
 //                           batch (doubling, then bisection) and its samples/s.
+//   dl_gpu_check grid       [--max-batch 256]    The tutorial's precision x batch-size table for
+//                           ResNet-50 at 224x224: peak memory and samples/s of fp32, fp16 and
+//                           bf16 (compute capability 8.0 and up) at batch 32, 64, ... up to
+//                           --max-batch, "OOM" where a size does not fit.
 //
 // Exit status: 0 all checks passed, 1 a check failed, 2 bad usage or no CUDA device for a
 // CUDA-only check.
@@ -386,10 +390,54 @@ int check_throughput(const Args& args) {
   return 0;
 }
 
+// The tutorial's second table: memory and speed against precision x batch size.
+int check_grid(const Args& args) {
+  const torch::Device device = parse_device(args.device);
+  if (int rc = require_cuda(device, "grid")) return rc;
+  at::globalContext().setBenchmarkCuDNN(true);
+  std::vector<Precision> precisions = {Precision::kFp32, Precision::kFp16};
+  if (dl::train::cuda::major_capability(device.index()) >= 8) {
+    precisions.push_back(Precision::kBf16);
+  }
+  for (Precision p : precisions) {
+    std::string cells;
+    for (std::int64_t b = 32; b <= args.max_batch; b *= 2) {
+      std::string cell;
+      try {
+        Net n = make_net("resnet50", 3, 224, 1000, p, device, 7);
+        const auto [x, y] = batch(b, 3, 224, 1000, device);
+        for (int i = 0; i < 2; ++i) raw_step(n, p, device, x, y);
+        torch::cuda::synchronize();
+        dl::train::cuda::reset_peak(device.index());
+        const auto t0 = std::chrono::steady_clock::now();
+        const int steps = 5;
+        for (int i = 0; i < steps; ++i) raw_step(n, p, device, x, y);
+        torch::cuda::synchronize();
+        const double s =
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        const double peak = gib(dl::train::cuda::peak_allocated_bytes(device.index()));
+        cell = fixed(peak, 1) + " GiB " + fixed(static_cast<double>(b * steps) / s, 0) + "/s";
+      } catch (const std::exception& e) {
+        if (!dl::train::is_out_of_memory(e)) throw;
+        cell = "OOM";
+      }
+      dl::train::cuda::empty_cache();
+      std::printf("  %s batch %lld: %s\n", dl::train::precision_name(p), static_cast<long long>(b),
+                  cell.c_str());
+      std::fflush(stdout);
+      cells += (cells.empty() ? "" : ", ") + std::to_string(b) + ": " + cell;
+    }
+    row(std::string("resnet50 224x224 ") + dl::train::precision_name(p) + " by batch", "measured",
+        cells);
+  }
+  return 0;
+}
+
 int usage() {
-  std::fprintf(stderr,
-               "usage: dl_gpu_check scaler|precision|memory|throughput [--device cpu|cuda|cuda:N] "
-               "[--batch N] [--max-batch N]\n");
+  std::fprintf(
+      stderr,
+      "usage: dl_gpu_check scaler|precision|memory|throughput|grid [--device cpu|cuda|cuda:N] "
+      "[--batch N] [--max-batch N]\n");
   return 2;
 }
 
@@ -416,6 +464,7 @@ int main(int argc, char** argv) {
     if (args.command == "precision") return check_precision(args);
     if (args.command == "memory") return check_memory(args);
     if (args.command == "throughput") return check_throughput(args);
+    if (args.command == "grid") return check_grid(args);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "dl_gpu_check %s: %s\n", args.command.c_str(), e.what());
     row(args.command, "FAIL", "error, see the log");

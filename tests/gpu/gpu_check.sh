@@ -172,6 +172,7 @@ if [ $cpu_only -eq 0 ]; then
   run precision "$check_bin" precision --device cuda
   run memory "$check_bin" memory --device cuda --batch "$batch"
   run throughput "$check_bin" throughput --device cuda --max-batch "$max_batch"
+  run grid "$check_bin" grid --device cuda --max-batch 256
 fi
 
 # dl-train end to end on CUDA: fp16 (GradScaler, fused path), then auto precision with an injected
