@@ -29,9 +29,6 @@ ARG MICROMAMBA_VERSION=1.5.8
 ARG LIBTORCH_SOURCE=url
 ARG CONDA=micromamba
 ARG DATA_SOURCE=download
-# What the runtime stage takes the programs from: the build stage below, or an image of it built
-# before (`--target build`), so that both stages can be measured without compiling twice.
-ARG BUILD_OUTPUT=build
 
 # ---------------------------------------------------------------------------------------------
 # build: compilers, the libraries' headers, LibTorch; compiles both programs and runs the unit
@@ -62,8 +59,6 @@ WORKDIR /src
 ENV CCACHE_DIR=/root/.cache/ccache
 RUN --mount=type=cache,target=/root/.cache/ccache \
     /src/env/install-dl.sh /opt/dl
-
-FROM ${BUILD_OUTPUT} AS build-output
 
 # ---------------------------------------------------------------------------------------------
 # runtime: the CUDA runtime libraries, the `dl` env, the data, the two programs.
@@ -108,8 +103,8 @@ RUN apt-get update \
 
 # The programs, and the shared libraries they link (runtime-packages.txt: the packages that own
 # them, found by env/runtime-packages.sh in the build stage; the LibTorch download is copied).
-COPY --from=build-output /opt/dl/ /opt/dl/
-COPY --from=build-output /opt/libtorch/lib/ /opt/libtorch/lib/
+COPY --from=build /opt/dl/ /opt/dl/
+COPY --from=build /opt/libtorch/lib/ /opt/libtorch/lib/
 RUN apt-get update \
  && xargs -a /opt/dl/runtime-packages.txt apt-get install -y -q --no-install-recommends \
  && rm -rf /var/lib/apt/lists/*
