@@ -85,10 +85,16 @@ class FileListSource : public SampleSource {
     thread_local std::vector<std::uint8_t> pixels;
     const std::mt19937 rng_before = rng;
     TrainCrop crop;
-    auto choose = [&](int height, int width) {
-      if (!t.train) return Window{0, 0, height, width};
-      crop = plan_train_crop(height, width, t, rng);
-      return Window{crop.top, crop.left, crop.height, crop.width};
+    // One pointer captured, so std::function keeps it inline: no allocation per sample.
+    struct Planner {
+      const Transform& t;
+      std::mt19937& rng;
+      TrainCrop& crop;
+    } planner{t, rng, crop};
+    auto choose = [p = &planner](int height, int width) {
+      if (!p->t.train) return Window{0, 0, height, width};
+      p->crop = plan_train_crop(height, width, p->t, p->rng);
+      return Window{p->crop.top, p->crop.left, p->crop.height, p->crop.width};
     };
     JpegRegion region;
     if (!decode_jpeg_window(encoded.data(), encoded.size(), t.out.channels == 1 ? 1 : 3, choose,
