@@ -114,6 +114,12 @@ InitResult init_workspace(const std::string& template_dir, const std::string& di
     const fs::path to = root / rel;
     if (entry->is_directory()) {
       if (fs::is_directory(to)) continue;
+      if (fs::symlink_status(to).type() != fs::file_type::not_found) {
+        // The user's file of the same name stays; what the template has under it is left out.
+        result.skipped.push_back(rel.string() + "/");
+        entry.disable_recursion_pending();
+        continue;
+      }
       if (!fs::create_directory(to, ec) || ec) cannot_create(to.string(), ec);
       give_to(owner, to.string());
       result.created.push_back(rel.string() + "/");

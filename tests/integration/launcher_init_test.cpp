@@ -76,6 +76,13 @@ TEST(LauncherInit, ASecondInitKeepsExistingFiles) {
   EXPECT_EQ(read_file(ws / "dl.conf"), "epochs = 7  # mine\n") << "dl.conf was overwritten";
   EXPECT_TRUE(contains(again.out, "skipped  dl.conf")) << again.out;
   EXPECT_TRUE(contains(again.out, "skipped  python/train.py")) << again.out;
+  // A file where the template has a directory is kept, and the directory left out.
+  TempDir other;
+  write_file(other / "python", "my own file\n");
+  const Result beside = init(other.path());
+  ASSERT_EQ(beside.code, 0) << beside.err;
+  EXPECT_EQ(read_file(other / "python"), "my own file\n");
+  EXPECT_TRUE(contains(beside.out, "skipped  python/")) << beside.out;
   // What was missing is filled in.
   EXPECT_TRUE(contains(again.out, "created  data/README.md")) << again.out;
   EXPECT_EQ(read_file(ws / "data/README.md"), read_file(kTemplate + "/data/README.md"));
