@@ -7,6 +7,7 @@
 //     limit-batches), trains, and writes checkpoints Python loads as the documented dict.
 // A few dozen batches of a small Fashion-MNIST subset each, so the suite stays under a minute.
 #include <gtest/gtest.h>
+#include <signal.h>
 
 #include <chrono>
 #include <memory>
@@ -119,6 +120,47 @@ TEST_F(TemplatePython, TrainPyUnderDlLaunchTakesThePlanAndSavesCheckpoints) {
            "assert steps == {30}, steps\n"
            "print('ok')\n",
            run_dir + "/last.pt"});
+  EXPECT_EQ(check.code, 0) << show(check);
+}
+
+// docker stop: dl-launch forwards SIGTERM to the program's group (train.py and its DataLoader
+// worker); train.py ends the epoch early, saves last.pt and exits 128+15.
+TEST_F(TemplatePython, TrainPySavesLastPtOnAStopSignal) {
+  // stderr joins stdout, where the test can wait for a progress line before signalling.
+  Process p({kLaunch,
+             "--workspace",
+             ws.path(),
+             "--name",
+             "stop",
+             "--workers",
+             "1",
+             "--threads",
+             "1",
+             "--epochs",
+             "1",
+             "--data",
+             data(),
+             "--log-every",
+             "2",
+             "--",
+             "/bin/sh",
+             "-c",
+             "exec \"$0\" \"$@\" 2>&1",
+             kPython,
+             "python/train.py"});
+  ASSERT_TRUE(wait_for_output(p, "batch 4/", std::chrono::seconds(120)))
+      << "no progress line: " << p.out();
+  p.send_signal(SIGTERM);
+  const Result r = p.wait(kRunTimeout);
+  EXPECT_EQ(r.code, 128 + SIGTERM) << show(r);
+  EXPECT_TRUE(contains(r.out, "SIGTERM received")) << show(r);
+  ASSERT_TRUE(file_exists(ws / "runs/stop/last.pt")) << show(r);
+  EXPECT_FALSE(file_exists(ws / "runs/stop/best.pt")) << "an unfinished epoch is nobody's best";
+  const Result check = run({kPython, "-c",
+                            "import sys, torch\n"
+                            "c = torch.load(sys.argv[1], map_location='cpu')\n"
+                            "assert c['epoch'] == 0 and c['optimizer_state_dict']['state'], c\n",
+                            ws / "runs/stop/last.pt"});
   EXPECT_EQ(check.code, 0) << show(check);
 }
 

@@ -275,6 +275,15 @@ def make_model(name, info, workspace):
 # Trainer
 
 
+def own_process_group(_worker_id):
+    """In each DataLoader worker: a process group of its own, so that the stop signal dl-launch
+    (or the terminal's Ctrl-C) sends to the training's group reaches the main process only. The
+    main process finishes its batch, saves, and ends its workers itself; a worker killed by the
+    signal would instead fail it at any point with a RuntimeError. (Workers still exit when the
+    main process dies: PyTorch's workers watch their parent.)"""
+    os.setpgid(0, 0)
+
+
 class TimedIterator:
     """Wraps a DataLoader iterator; accumulates the seconds spent blocked in __next__."""
 
@@ -321,7 +330,7 @@ class OptimizedTrainer:
                               pin_memory=self.use_cuda, persistent_workers=w > 0,
                               # 1.13 accepts only the default (2) without workers
                               prefetch_factor=cfg.prefetch_factor if w > 0 else 2,
-                              drop_last=drop_last)
+                              drop_last=drop_last, worker_init_fn=own_process_group)
 
         self.train_loader = loader(self.train_set, True, True)
         self.val_loader = loader(self.val_set, False, False)
@@ -345,10 +354,11 @@ class OptimizedTrainer:
         return torch.autocast(device_type=self.device.type, dtype=self.amp_dtype)
 
     def _on_stop(self, signum, _frame):
-        if not self.stop_signal:
+        first = not self.stop_signal
+        self.stop_signal = signum  # first: the log below may be interrupted in turn
+        if first:
             log(f"{signal.Signals(signum).name} received: stopping after this batch, saving "
                 "last.pt")
-        self.stop_signal = signum
 
     def train_epoch(self):
         cfg = self.cfg
@@ -389,8 +399,7 @@ class OptimizedTrainer:
                 if (cfg.limit_batches and index + 1 >= cfg.limit_batches) or self.stop_signal:
                     break
         except RuntimeError:
-            # The stop signal reaches the DataLoader's workers too (dl-launch signals the whole
-            # process group); their end is expected then.
+            # A worker that was starting when the stop signal came died of it: expected then.
             if not self.stop_signal:
                 raise
         if self.use_cuda:
