@@ -31,9 +31,9 @@ done
 mkdir -p "$work"
 buildah=(buildah --root "$work/storage" --runroot "$work/run" --storage-driver vfs)
 started=$SECONDS
-step_started=$SECONDS
+step_started=
 step() {
-  echo "smoke: [$((SECONDS - step_started)) s] done"
+  [ -n "$step_started" ] && echo "smoke: [$((SECONDS - step_started)) s] done"
   step_started=$SECONDS
   echo "smoke: == $* =="
 }
