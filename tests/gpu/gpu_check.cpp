@@ -316,6 +316,17 @@ int check_memory(const Args& args) {
   return 0;
 }
 
+// Samples per second over `steps` training steps (the device synchronised at both ends).
+double samples_per_second(Net& n, Precision p, torch::Device device, const at::Tensor& x,
+                          const at::Tensor& y, int steps) {
+  torch::cuda::synchronize();
+  const auto t0 = std::chrono::steady_clock::now();
+  for (int i = 0; i < steps; ++i) raw_step(n, p, device, x, y);
+  torch::cuda::synchronize();
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return static_cast<double>(x.size(0) * steps) / s;
+}
+
 // Whether two steps at `batch_size` fit.
 bool fits(Precision precision, torch::Device device, std::int64_t batch_size) {
   bool ok = true;
@@ -371,13 +382,7 @@ int check_throughput(const Args& args) {
       Net n = make_net("resnet50", 3, 224, 1000, p, device, 7);
       const auto [x, y] = batch(lo, 3, 224, 1000, device);
       for (int i = 0; i < 3; ++i) raw_step(n, p, device, x, y);
-      torch::cuda::synchronize();
-      const auto t0 = std::chrono::steady_clock::now();
-      const int steps = 10;
-      for (int i = 0; i < steps; ++i) raw_step(n, p, device, x, y);
-      torch::cuda::synchronize();
-      const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-      rate = static_cast<double>(lo * steps) / s;
+      rate = samples_per_second(n, p, device, x, y, 10);
     }
     dl::train::cuda::empty_cache();
     const std::string largest =
@@ -409,14 +414,9 @@ int check_grid(const Args& args) {
         for (int i = 0; i < 2; ++i) raw_step(n, p, device, x, y);
         torch::cuda::synchronize();
         dl::train::cuda::reset_peak(device.index());
-        const auto t0 = std::chrono::steady_clock::now();
-        const int steps = 5;
-        for (int i = 0; i < steps; ++i) raw_step(n, p, device, x, y);
-        torch::cuda::synchronize();
-        const double s =
-            std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        const double rate = samples_per_second(n, p, device, x, y, 5);
         const double peak = gib(dl::train::cuda::peak_allocated_bytes(device.index()));
-        cell = fixed(peak, 1) + " GiB " + fixed(static_cast<double>(b * steps) / s, 0) + "/s";
+        cell = fixed(peak, 1) + " GiB " + fixed(rate, 0) + "/s";
       } catch (const std::exception& e) {
         if (!dl::train::is_out_of_memory(e)) throw;
         cell = "OOM";
