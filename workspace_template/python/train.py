@@ -523,8 +523,8 @@ SETTINGS = {
     "data": (str, ""),
     "model": (str, "auto"),
     "epochs": (int, 10),
-    "workers": (int, 2),
-    "threads": (int, 0),
+    "workers": (int, -1),  # -1: auto, dl-launch's rule (usable_cores)
+    "threads": (int, -1),
     "batch-size": (int, 64),
     "device": (str, "auto"),
     "precision": (str, "auto"),
@@ -580,6 +580,14 @@ def layered_defaults(env, workspace):
     return {key: _typed(key, *raw[key]) if key in raw else SETTINGS[key][1] for key in SETTINGS}
 
 
+def usable_cores(env):
+    """DL_CORES from dl-launch (affinity and cgroup quota), else the affinity mask."""
+    try:
+        return max(1, int(env.get("DL_CORES", "")))
+    except ValueError:
+        return max(1, len(os.sched_getaffinity(0)))
+
+
 def parse_args(argv=None):
     env = os.environ
     workspace = env.get("DL_WORKSPACE") or os.getcwd()
@@ -591,11 +599,13 @@ def parse_args(argv=None):
                    help="cnn, resnet18, resnet34, resnet50 or a TorchScript .pt (default: cnn "
                         "for small grey images, else resnet18)")
     p.add_argument("--epochs", type=int, default=d["epochs"])
-    p.add_argument("--workers", type=int, default=d["workers"], help="DataLoader num_workers")
+    p.add_argument("--workers", type=int, default=d["workers"],
+                   help="DataLoader num_workers (default: usable cores - 2, at least 1)")
     p.add_argument("--prefetch-factor", type=int, default=2,
                    help="batches each worker keeps ready (DataLoader prefetch_factor)")
     p.add_argument("--threads", type=int, default=d["threads"],
-                   help="torch.set_num_threads; 0 leaves PyTorch's default")
+                   help="torch.set_num_threads; 0 leaves PyTorch's default (default: the cores "
+                        "the workers leave)")
     p.add_argument("--batch-size", type=int, default=d["batch-size"])
     p.add_argument("--device", default=d["device"], help="auto, cpu, cuda or cuda:N")
     p.add_argument("--precision", default=d["precision"],
@@ -617,6 +627,12 @@ def parse_args(argv=None):
     p.add_argument("--json", action="store_true", help="one JSON object per epoch on stdout")
     cfg = p.parse_args(argv)
     cfg.workspace = workspace
+    # auto, or run alone: dl-launch's rule, as plan.cpp applies it.
+    cores = usable_cores(env)
+    if cfg.workers == -1:
+        cfg.workers = max(1, cores - 2)
+    if cfg.threads == -1:
+        cfg.threads = max(1, cores - cfg.workers)
     if cfg.epochs < 1 or cfg.batch_size < 1 or cfg.workers < 0 or cfg.threads < 0:
         p.error("epochs and batch size must be >= 1, workers and threads >= 0")
     if cfg.prefetch_factor < 1 or not 0.0 < cfg.val_fraction < 1.0:
