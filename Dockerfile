@@ -105,9 +105,13 @@ RUN apt-get update \
 # them, found by env/runtime-packages.sh in the build stage; the LibTorch download is copied).
 COPY --from=build /opt/dl/ /opt/dl/
 COPY --from=build /opt/libtorch/lib/ /opt/libtorch/lib/
+# /root is 0700 in the base images, but the workspace is /root/workspace and dl-launch runs the
+# program as the workspace's owner (the host user): 0711 lets any user reach the mount point
+# without listing /root.
 RUN apt-get update \
  && xargs -a /opt/dl/runtime-packages.txt apt-get install -y -q --no-install-recommends \
- && rm -rf /var/lib/apt/lists/*
+ && rm -rf /var/lib/apt/lists/* \
+ && chmod 0711 /root
 
 # NVML (GPU probing in dl-launch) needs the driver's "utility" libraries, CUDA needs "compute".
 ENV NVIDIA_VISIBLE_DEVICES=all \
