@@ -97,7 +97,7 @@ if [[ " $parts " == *" 1 "* ]]; then
 fi
 
 # ---- 3. workers and threads -----------------------------------------------------------------
-# One dl-train epoch; prints "train_s samples_per_s wait_pct workers threads".
+# One dl-train epoch; prints "samples_per_s wait_pct workers threads" (what it ran with).
 run_train() {  # data_args... -- workers threads
   local args=() dir
   while [[ "$1" != "--" ]]; do args+=("$1"); shift; done
@@ -110,7 +110,7 @@ run_train() {  # data_args... -- workers threads
   chosen=$(sed -n 's/.*model .* on [a-z0-9:]*, \([0-9]*\) threads, \([0-9]*\) workers,.*/\2 \1/p' "$dir/log" | head -n 1)
   awk -F, -v chosen="$chosen" '
     NR == 1 { for (i = 1; i <= NF; ++i) col[$i] = i }
-    NR == 2 { printf "%s %s %s %s\n", $col["epoch_seconds"], $col["samples_per_second"], $col["data_wait_percent"], chosen }' \
+    NR == 2 { printf "%s %s %s\n", $col["samples_per_second"], $col["data_wait_percent"], chosen }' \
     "$dir/run/metrics.csv"
 }
 if [[ " $parts " == *" 3 "* ]]; then
@@ -131,7 +131,7 @@ if [[ " $parts " == *" 3 "* ]]; then
       if (( rep % 2 )); then order=("${configs[@]}"); else order=(); for ((i = ${#configs[@]} - 1; i >= 0; --i)); do order+=("${configs[i]}"); done; fi
       for cfg in "${order[@]}"; do
         read -r w t <<<"$cfg"
-        read -r secs rate wait used_w used_t < <(run_train "${data_args[@]}" -- "$w" "$t")
+        read -r rate wait used_w used_t < <(run_train "${data_args[@]}" -- "$w" "$t")
         label="$w/$t"
         [[ "$cfg" == "auto auto" ]] && label="auto"
         [[ "$cfg" == "$rule_w $rule_t" ]] && label="rule"
