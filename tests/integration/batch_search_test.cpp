@@ -38,23 +38,6 @@ const std::string kLaunch = DL_LAUNCH_BIN;
 constexpr seconds kTimeout{300};
 constexpr std::uint64_t MiB = 1ull << 20;
 
-const char* const kNoFashion =
-    "Fashion-MNIST is not installed in /usr/share/datasets/fashion-mnist "
-    "(apt-get install dataset-fashion-mnist)";
-
-// Variables that would override the launcher's plan (see trainer_test.cpp).
-const std::vector<std::string> kSchedulerVars = {
-    "RANK",        "LOCAL_RANK",  "WORLD_SIZE",      "LOCAL_WORLD_SIZE",
-    "MASTER_ADDR", "MASTER_PORT", "OMP_NUM_THREADS", "MKL_NUM_THREADS"};
-
-bool contains(const std::string& haystack, const std::string& needle) {
-  return haystack.find(needle) != std::string::npos;
-}
-
-std::string show(const Result& r) {
-  return "exit " + std::to_string(r.code) + "\n--- stdout\n" + r.out + "--- stderr\n" + r.err;
-}
-
 int count(const std::string& haystack, const std::string& needle) {
   int n = 0;
   for (auto at = haystack.find(needle); at != std::string::npos;

@@ -12,6 +12,14 @@
 #include <utility>
 
 namespace dltest {
+
+bool contains(const std::string& haystack, const std::string& needle) {
+  return haystack.find(needle) != std::string::npos;
+}
+
+std::string show(const Result& r) {
+  return "exit " + std::to_string(r.code) + "\n--- stdout\n" + r.out + "--- stderr\n" + r.err;
+}
 namespace {
 
 using Clock = std::chrono::steady_clock;

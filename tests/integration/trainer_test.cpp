@@ -50,25 +50,6 @@ constexpr int kDiverged = 80;
 // A hang is a failure, but a busy 2-core machine must not fail a correct run.
 constexpr seconds kRunTimeout{300};
 
-const char* const kNoFashion =
-    "Fashion-MNIST is not installed in /usr/share/datasets/fashion-mnist "
-    "(apt-get install dataset-fashion-mnist)";
-
-// Variables a scheduler or the user may have set around the test run; they would override the
-// plan dl-launch makes, which the launcher test checks.
-const std::vector<std::string> kSchedulerVars = {
-    "RANK",        "LOCAL_RANK",  "WORLD_SIZE",      "LOCAL_WORLD_SIZE",
-    "MASTER_ADDR", "MASTER_PORT", "OMP_NUM_THREADS", "MKL_NUM_THREADS"};
-
-bool contains(const std::string& haystack, const std::string& needle) {
-  return haystack.find(needle) != std::string::npos;
-}
-
-// What a failed assertion shows about a run.
-std::string show(const Result& r) {
-  return "exit " + std::to_string(r.code) + "\n--- stdout\n" + r.out + "--- stderr\n" + r.err;
-}
-
 // dl-train with the settings that keep runs short on a small machine, then `args`.
 std::vector<std::string> train_argv(const std::vector<std::string>& args) {
   std::vector<std::string> argv = {kTrain, "--threads",       "1", "--workers",

@@ -27,14 +27,6 @@ const std::string kTemplate = DL_TEMPLATE_SOURCE;
 
 constexpr std::chrono::seconds kRunTimeout{300};
 
-bool contains(const std::string& haystack, const std::string& needle) {
-  return haystack.find(needle) != std::string::npos;
-}
-
-std::string show(const Result& r) {
-  return "exit " + std::to_string(r.code) + "\n--- stdout\n" + r.out + "--- stderr\n" + r.err;
-}
-
 class TemplatePython : public ::testing::Test {
  protected:
   void SetUp() override {

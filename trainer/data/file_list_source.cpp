@@ -79,11 +79,11 @@ class FileListSource : public SampleSource {
   // JPEGs through libjpeg directly: in training only the planned crop is decoded (see
   // jpeg_region.h), and the decoder writes RGB, so no channel swap either. False for what it does
   // not handle (CMYK, corrupt data), which then goes the OpenCV way and fails there if it must.
-  // Draws the same random numbers as the OpenCV path, so a corrupt file cannot shift others.
+  // Draws the same random numbers as the OpenCV path; the loader seeds each sample's stream, so
+  // what a failed attempt drew cannot shift any other sample.
   static bool load_jpeg(const std::vector<std::uint8_t>& encoded, const Transform& t,
                         std::mt19937& rng, std::uint8_t* dst) {
     thread_local std::vector<std::uint8_t> pixels;
-    const std::mt19937 rng_before = rng;
     TrainCrop crop;
     // One pointer captured, so std::function keeps it inline: no allocation per sample.
     struct Planner {
@@ -99,7 +99,6 @@ class FileListSource : public SampleSource {
     JpegRegion region;
     if (!decode_jpeg_window(encoded.data(), encoded.size(), t.out.channels == 1 ? 1 : 3, choose,
                             pixels, &region)) {
-      rng = rng_before;
       return false;
     }
     if (t.train) {

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "data/loader.h"
+#include "train/model_setup.h"
 #include "train/train_step.h"
 
 namespace dl::train {
@@ -84,12 +85,10 @@ PipelineCosts measure_pipeline(const TuneSetup& setup, int cores,
   const double upload_seconds = seconds_since(upload_start) / static_cast<double>(loaded);
 
   // The step: a scratch model with its own optimizer and scaler.
-  auto net = model::make_model(setup.spec);
-  net->to(setup.device);
+  const std::unique_ptr<model::Model> net = build_model(setup.spec, setup.device);
   net->set_training(true);
   std::vector<at::Tensor> params = net->parameters();
-  torch::optim::AdamW opt(params,
-                          torch::optim::AdamWOptions(config.lr).weight_decay(config.weight_decay));
+  torch::optim::AdamW opt(params, adamw_options(config));
   GradScaler scaler(setup.scaler, setup.device);
   StepRunner runner(*net, opt, params, scaler, setup.precision, setup.device, config.clip_norm);
   auto one_step = [&] {

@@ -31,6 +31,7 @@
 #include "train/device.h"
 #include "train/device_feed.h"
 #include "train/grad_scaler.h"
+#include "train/model_setup.h"
 #include "train/oom.h"
 #include "train/precision.h"
 #include "train/train_step.h"
@@ -105,12 +106,8 @@ struct Run {
 // LibTorch throws. Returns the mean seconds of the steps after the first.
 double steps(Run& r, std::int64_t n) {
   std::vector<torch::Tensor> params = r.net.parameters();
-  torch::optim::AdamW opt(
-      params, torch::optim::AdamWOptions(r.config.lr).weight_decay(r.config.weight_decay));
-  ScalerOptions scaling;
-  scaling.enabled = uses_scaler(r.precision);
-  scaling.init_scale = r.config.loss_scale;
-  GradScaler scaler(scaling, r.device);
+  torch::optim::AdamW opt(params, adamw_options(r.config));
+  GradScaler scaler(scaler_options(r.config, r.precision), r.device);
   r.net.set_training(true);
   double timed = 0;
   for (int step = 0; step < kTrainingSteps; ++step) {
@@ -183,18 +180,8 @@ int run_probe(const TrainConfig& config, std::int64_t batch) {
   // stay loaded, as they are while training.
   const DataSetup d = setup_data(config);
   const data::ImageShape shape = d.train_transform.out;
-  model::ModelSpec spec;
-  spec.name = config.model;
-  spec.in_channels = shape.channels;
-  spec.num_classes = d.train->num_classes();
-  spec.input_size = shape.height;
-  std::unique_ptr<model::Model> net;
-  try {
-    net = model::make_model(spec);
-  } catch (const std::invalid_argument& e) {
-    throw UserError(exit_code::kUsage, e.what());
-  }
-  net->to(device);
+  const model::ModelSpec spec = model_spec(config, d);
+  const std::unique_ptr<model::Model> net = build_model(spec, device);
 
   {
     DeviceFeed feed(device, shape.channels, d.mean, d.std);

@@ -56,12 +56,22 @@ void StepRunner::recover_from_oom(std::int64_t n, bool training) {
   }
 }
 
+namespace {
+
+// Running sums on the device, so adding a piece's totals does not wait for it.
+BatchTotals zero_totals(c10::Device device) {
+  BatchTotals t;
+  t.loss_sum = torch::zeros({}, torch::TensorOptions().dtype(torch::kDouble).device(device));
+  t.correct = torch::zeros({}, torch::TensorOptions().dtype(torch::kLong).device(device));
+  return t;
+}
+
+}  // namespace
+
 BatchTotals StepRunner::accumulate_gradients(const at::Tensor& images, const at::Tensor& labels) {
   const std::int64_t n = images.size(0);
   const auto pieces = micro_.split(n);
-  BatchTotals t;
-  t.loss_sum = torch::zeros({}, torch::TensorOptions().dtype(torch::kDouble).device(device_));
-  t.correct = torch::zeros({}, torch::TensorOptions().dtype(torch::kLong).device(device_));
+  BatchTotals t = zero_totals(device_);
   for (const auto& [start, len] : pieces) {
     const at::Tensor x = pieces.size() == 1 ? images : images.narrow(0, start, len);
     const at::Tensor y = pieces.size() == 1 ? labels : labels.narrow(0, start, len);
@@ -111,9 +121,7 @@ StepResult StepRunner::train(const at::Tensor& images, const at::Tensor& labels)
 BatchTotals StepRunner::evaluate_pieces(const at::Tensor& images, const at::Tensor& labels) {
   const std::int64_t n = images.size(0);
   const auto pieces = micro_.split(n);
-  BatchTotals t;
-  t.loss_sum = torch::zeros({}, torch::TensorOptions().dtype(torch::kDouble).device(device_));
-  t.correct = torch::zeros({}, torch::TensorOptions().dtype(torch::kLong).device(device_));
+  BatchTotals t = zero_totals(device_);
   for (const auto& [start, len] : pieces) {
     const at::Tensor x = pieces.size() == 1 ? images : images.narrow(0, start, len);
     const at::Tensor y = pieces.size() == 1 ? labels : labels.narrow(0, start, len);

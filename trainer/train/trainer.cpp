@@ -29,6 +29,7 @@
 #include "train/device_feed.h"
 #include "train/grad_scaler.h"
 #include "train/metrics.h"
+#include "train/model_setup.h"
 #include "train/monitor.h"
 #include "train/pipeline_plan.h"
 #include "train/pipeline_tuner.h"
@@ -163,12 +164,7 @@ int choose_workers_and_threads(const TrainConfig& config, const DataSetup& d,
   setup.config = &config;
   setup.feed = &feed;
   const auto start = Clock::now();
-  PipelineCosts costs;
-  try {
-    costs = measure_pipeline(setup, cores, thread_candidates(cores, limits));
-  } catch (const std::invalid_argument& e) {
-    throw UserError(exit_code::kUsage, e.what());
-  }
+  const PipelineCosts costs = measure_pipeline(setup, cores, thread_candidates(cores, limits));
   const PipelineChoice choice = choose_pipeline(costs, limits);
   torch::set_num_threads(choice.threads);
   const PipelineChoice rule = cores_minus_two(cores);
@@ -209,34 +205,18 @@ int run_training(const TrainConfig& config) {
   spdlog::info("data: {} ({} training, {} validation samples, {} classes, {}x{}x{})", d.location,
                d.train->size(), d.val->size(), classes, shape.channels, shape.height, shape.width);
 
-  model::ModelSpec spec;
-  spec.name = config.model;
-  spec.in_channels = shape.channels;
-  spec.num_classes = classes;
-  spec.input_size = shape.height;
-  ScalerOptions scaler_options;
-  scaler_options.enabled = uses_scaler(precision.precision);
-  scaler_options.init_scale = config.loss_scale;
-  scaler_options.growth_factor = config.loss_scale_growth;
-  scaler_options.backoff_factor = config.loss_scale_backoff;
-  scaler_options.growth_interval = config.loss_scale_interval;
+  const model::ModelSpec spec = model_spec(config, d);
+  const ScalerOptions scaler_settings = scaler_options(config, precision.precision);
   DeviceFeed feed(device, shape.channels, d.mean, d.std);
   const int workers = choose_workers_and_threads(config, d, spec, device, precision.precision,
-                                                 scaler_options, feed);
+                                                 scaler_settings, feed);
   // After the measurement (whose scratch model drew random numbers): the model's initial weights
   // depend on the seed only.
   torch::manual_seed(config.seed);
-  std::unique_ptr<model::Model> net;
-  try {
-    net = model::make_model(spec);
-  } catch (const std::invalid_argument& e) {
-    throw UserError(exit_code::kUsage, e.what());
-  }
-  net->to(device);
+  const std::unique_ptr<model::Model> net = build_model(spec, device);
   std::vector<torch::Tensor> params = net->parameters();
-  torch::optim::AdamW opt(params,
-                          torch::optim::AdamWOptions(config.lr).weight_decay(config.weight_decay));
-  GradScaler scaler(scaler_options, device);
+  torch::optim::AdamW opt(params, adamw_options(config));
+  GradScaler scaler(scaler_settings, device);
 
   int start_epoch = 0;
   double best_acc = 0.0;

@@ -20,14 +20,6 @@ namespace {
 const std::string kTrain = DL_TRAIN_BIN;
 constexpr std::chrono::seconds kRunTimeout{120};
 
-bool contains(const std::string& haystack, const std::string& needle) {
-  return haystack.find(needle) != std::string::npos;
-}
-
-std::string show(const Result& r) {
-  return "exit " + std::to_string(r.code) + "\n--- stdout\n" + r.out + "--- stderr\n" + r.err;
-}
-
 class TrainCli : public ::testing::Test {
  protected:
   // 704 training and 64 validation images: 11 batches of 64.

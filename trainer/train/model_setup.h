@@ -1,0 +1,30 @@
+// The model, optimizer and loss-scaler settings as training, the probe mode and the worker/thread
+// measurement all build them, so the three run the same model with the same optimizer.
+#pragma once
+
+#include <c10/core/Device.h>
+#include <torch/optim/adamw.h>
+
+#include <memory>
+
+#include "model/model.h"
+#include "train/config.h"
+#include "train/data_setup.h"
+#include "train/grad_scaler.h"
+#include "train/precision.h"
+
+namespace dl::train {
+
+// The configured model for the data's input shape and class count.
+model::ModelSpec model_spec(const TrainConfig& config, const DataSetup& data);
+
+// make_model on `device`; an unknown model name is a UserError (exit 64) naming it.
+std::unique_ptr<model::Model> build_model(const model::ModelSpec& spec, c10::Device device);
+
+// AdamW with the configured learning rate and weight decay.
+torch::optim::AdamWOptions adamw_options(const TrainConfig& config);
+
+// The GradScaler's settings: on for fp16 only, the configured scale and its schedule.
+ScalerOptions scaler_options(const TrainConfig& config, Precision precision);
+
+}  // namespace dl::train
