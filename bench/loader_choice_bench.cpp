@@ -16,9 +16,9 @@
 #include <string>
 #include <vector>
 
+#include "core/data_location.h"
 #include "data/idx.h"
 #include "data/loader.h"
-#include "data_location.h"
 
 namespace {
 

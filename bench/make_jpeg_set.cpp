@@ -20,9 +20,9 @@
 #include <string>
 #include <vector>
 
+#include "core/data_location.h"
 #include "data/data_error.h"
 #include "data/idx.h"
-#include "data_location.h"
 
 namespace {
 

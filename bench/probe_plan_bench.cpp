@@ -17,10 +17,10 @@
 #include <string>
 #include <vector>
 
-#include "cgroup.h"
-#include "plan.h"
-#include "probe.h"
-#include "system_host.h"
+#include "core/cgroup.h"
+#include "core/probe.h"
+#include "core/system_host.h"
+#include "launcher/plan.h"
 
 extern char** environ;
 

@@ -1,7 +1,7 @@
 // The launcher's flow: options -> probe -> plan -> (dry run: report) -> run directory and
 // plan.json -> spawn and supervise. Everything that can fail on bad input is checked before the
 // first byte is written to the workspace.
-#include "app.h"
+#include "launcher/app.h"
 
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
@@ -14,23 +14,24 @@
 #include <iostream>
 #include <optional>
 
-#include "batch_cache.h"
-#include "batch_tuner.h"
-#include "command.h"
-#include "data_location.h"
-#include "errors.h"
-#include "init.h"
-#include "launch.h"
-#include "options.h"
-#include "plan.h"
-#include "probe.h"
-#include "report.h"
-#include "run_as.h"
-#include "supervisor.h"
-#include "system_host.h"
-#include "text.h"
-#include "version.h"
-#include "workspace.h"
+#include "core/data_location.h"
+#include "core/errors.h"
+#include "core/files.h"
+#include "core/probe.h"
+#include "core/run_as.h"
+#include "core/system_host.h"
+#include "core/text.h"
+#include "core/version.h"
+#include "core/workspace.h"
+#include "launcher/batch_cache.h"
+#include "launcher/batch_tuner.h"
+#include "launcher/command.h"
+#include "launcher/init.h"
+#include "launcher/launch.h"
+#include "launcher/options.h"
+#include "launcher/plan.h"
+#include "launcher/report.h"
+#include "launcher/supervisor.h"
 
 namespace dl {
 namespace {
@@ -38,11 +39,6 @@ namespace {
 // Fashion-MNIST, what dl-train trains on when the workspace has no data of its own.
 constexpr std::int64_t kDefaultDataSamples = 60000;
 constexpr std::uint64_t kDefaultDataSampleBytes = 1 * 28 * 28 * 4;
-
-bool ends_with(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() &&
-         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
 
 // Python programs pass batches from DataLoader workers through /dev/shm.
 bool passes_batches_through_shm(const std::vector<std::string>& argv) {
@@ -246,15 +242,11 @@ int run(int argc, const char* const argv[]) {
 
 int launcher_main(int argc, const char* const argv[]) {
   setup_logging();
-  try {
-    return run(argc, argv);
-  } catch (const UserError& e) {
-    spdlog::error("{}", e.what());
-    return e.code();
-  } catch (const std::exception& e) {
-    spdlog::critical("internal error: {} (please report it)", e.what());
-    return exit_code::kInternal;
-  }
+  return run_reporting_errors([&] { return run(argc, argv); },
+                              [](const std::string& line, bool internal) {
+                                spdlog::log(internal ? spdlog::level::critical : spdlog::level::err,
+                                            "{}", line);
+                              });
 }
 
 }  // namespace dl

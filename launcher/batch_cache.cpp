@@ -1,6 +1,6 @@
 // The cache file: {"format": "dl-batch-cache", "version": 1, "entries": [{"key": ..., "batch": ...,
 // "trials": [...]}, ...]}, newest entry last.
-#include "batch_cache.h"
+#include "launcher/batch_cache.h"
 
 #include <sys/stat.h>
 
@@ -9,10 +9,10 @@
 #include <fstream>
 #include <sstream>
 
-#include "errors.h"
-#include "json_reader.h"
-#include "json_writer.h"
-#include "workspace.h"
+#include "core/errors.h"
+#include "core/files.h"
+#include "core/json_reader.h"
+#include "core/json_writer.h"
 
 namespace dl {
 namespace {
@@ -26,11 +26,6 @@ std::optional<std::string> read_text(const std::string& path) {
   std::ostringstream s;
   s << in.rdbuf();
   return s.str();
-}
-
-std::string parent_of(const std::string& path) {
-  const auto slash = path.rfind('/');
-  return slash == std::string::npos ? "." : path.substr(0, slash);
 }
 
 }  // namespace
@@ -140,10 +135,7 @@ void store_batch_cache(const std::string& path, const std::string& key,
   if (kept.size() > kMaxCacheEntries) {
     kept.erase(kept.begin(), kept.end() - static_cast<std::ptrdiff_t>(kMaxCacheEntries));
   }
-  const std::string dir = parent_of(path);
-  if (mkdir(dir.c_str(), 0775) != 0 && errno != EEXIST) {
-    throw UserError(exit_code::kCantWrite, "cannot create " + dir + ": " + std::strerror(errno));
-  }
+  make_dir(parent_directory(path));
   write_file_atomic(path, render_batch_cache(kept));
 }
 

@@ -9,7 +9,7 @@
 #include <utility>
 #include <vector>
 
-#include "plan.h"
+#include "launcher/plan.h"
 
 namespace dl {
 

@@ -1,10 +1,10 @@
 // Starting probes and reading what they say.
-#include "batch_probe.h"
+#include "launcher/batch_probe.h"
 
-#include "captured_run.h"
-#include "errors.h"
-#include "json_reader.h"
-#include "text.h"
+#include "core/errors.h"
+#include "core/json_reader.h"
+#include "core/text.h"
+#include "launcher/captured_run.h"
 
 namespace dl {
 namespace {

@@ -8,7 +8,7 @@
 #include <utility>
 #include <vector>
 
-#include "batch_search.h"
+#include "launcher/batch_search.h"
 
 namespace dl {
 

@@ -5,13 +5,13 @@
 // true largest batch in at most 6 probes on linear, stepped and noisy curves. Where probes remain
 // and it gains more than 2%, the next size up is checked too, so that on the bumpy curves of a
 // CPU process's resident memory the answer's neighbour is known not to fit.
-#include "batch_search.h"
+#include "launcher/batch_search.h"
 
 #include <algorithm>
 #include <cmath>
 #include <optional>
 
-#include "text.h"
+#include "core/text.h"
 
 namespace dl {
 namespace {

@@ -1,5 +1,5 @@
 // Cache first, then the search.
-#include "batch_tuner.h"
+#include "launcher/batch_tuner.h"
 
 #include <spdlog/spdlog.h>
 
@@ -7,7 +7,7 @@
 #include <cstdio>
 #include <ctime>
 
-#include "text.h"
+#include "core/text.h"
 
 namespace dl {
 namespace {

@@ -5,10 +5,10 @@
 
 #include <string>
 
-#include "batch_cache.h"
-#include "batch_probe.h"
-#include "batch_search.h"
-#include "plan.h"
+#include "launcher/batch_cache.h"
+#include "launcher/batch_probe.h"
+#include "launcher/batch_search.h"
+#include "launcher/plan.h"
 
 namespace dl {
 

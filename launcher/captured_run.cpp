@@ -1,6 +1,6 @@
 // fork/exec with two pipes and poll(): the child runs in the launcher's process group, so a Ctrl-C
 // during the search stops the probe with the launcher; nothing is allocated between fork and exec.
-#include "captured_run.h"
+#include "launcher/captured_run.h"
 
 #include <fcntl.h>
 #include <poll.h>

@@ -1,5 +1,5 @@
 // Command resolution, checked before anything is written so a typo costs nothing.
-#include "command.h"
+#include "launcher/command.h"
 
 #include <sys/stat.h>
 #include <unistd.h>
@@ -9,8 +9,8 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "errors.h"
-#include "text.h"
+#include "core/errors.h"
+#include "core/text.h"
 
 namespace dl {
 namespace {

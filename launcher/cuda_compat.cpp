@@ -1,10 +1,10 @@
 // The driver-versus-CUDA check: version parsing, the table of minimum drivers, the verdict.
-#include "cuda_compat.h"
+#include "launcher/cuda_compat.h"
 
 #include <cstdlib>
 #include <vector>
 
-#include "text.h"
+#include "core/text.h"
 
 namespace dl {
 namespace {

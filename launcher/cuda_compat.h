@@ -16,7 +16,7 @@
 #include <optional>
 #include <string>
 
-#include "host.h"
+#include "core/host.h"
 
 namespace dl {
 

@@ -1,5 +1,5 @@
 // The init subcommand: find the template, copy it file by file, skip what exists.
-#include "init.h"
+#include "launcher/init.h"
 
 #include <sys/stat.h>
 #include <unistd.h>
@@ -12,9 +12,9 @@
 #include <optional>
 #include <system_error>
 
-#include "command.h"
-#include "errors.h"
-#include "run_as.h"
+#include "core/errors.h"
+#include "core/run_as.h"
+#include "launcher/command.h"
 
 namespace fs = std::filesystem;
 

@@ -9,9 +9,9 @@
 #include <utility>
 #include <vector>
 
-#include "plan.h"
-#include "probe.h"
-#include "run_as.h"
+#include "core/probe.h"
+#include "core/run_as.h"
+#include "launcher/plan.h"
 
 namespace dl {
 

@@ -1,7 +1,7 @@
 // The environment contract between dl-launch and the program it starts (README: "Environment").
 #include <cstdlib>
 
-#include "launch.h"
+#include "launcher/launch.h"
 
 namespace dl {
 namespace {

@@ -1,6 +1,6 @@
 // dl-launch's command line: its own options plus every setting of the shared registry, read in
 // layers (settings.h) and validated into a Request.
-#include "options.h"
+#include "launcher/options.h"
 
 #include <sys/stat.h>
 #include <unistd.h>
@@ -16,9 +16,9 @@
 #include <map>
 #include <sstream>
 
-#include "errors.h"
-#include "settings.h"
-#include "text.h"
+#include "core/errors.h"
+#include "core/settings.h"
+#include "core/text.h"
 
 namespace po = boost::program_options;
 
@@ -131,11 +131,8 @@ std::string usage_text() {
          "command after --) in the workspace with the plan as DL_* variables, and supervises it.\n"
          "Training settings given here reach dl-train as DL_* variables.\n\n"
       << command_line_options() << "\nPrecedence: defaults < " << kConfigFileName
-      << " in the workspace (or --config) < DL_* environment < command line.\n"
-         "Exit codes: the program's own (128+N if it died of signal N); 64 bad option or value,\n"
-         "65 malformed config, 66 missing workspace or config, 69 device not available,\n"
-         "73 workspace not writable, 77 config not readable, 126 command not executable,\n"
-         "127 command not found, 70 internal error.\n";
+      << " in the workspace (or --config) < DL_* environment < command line.\n\n"
+      << exit_code_help(Program::kLaunch);
   return out.str();
 }
 

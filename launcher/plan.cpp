@@ -1,14 +1,14 @@
 // The planner. Pure: no I/O, no clock, no environment; the same facts and request give the same
 // plan, so every rule here is tested directly.
-#include "plan.h"
+#include "launcher/plan.h"
 
 #include <algorithm>
 #include <cmath>
 #include <string>
 
-#include "cuda_compat.h"
-#include "errors.h"
-#include "text.h"
+#include "core/errors.h"
+#include "core/text.h"
+#include "launcher/cuda_compat.h"
 
 namespace dl {
 namespace {

@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "batch_search.h"
-#include "probe.h"
+#include "core/probe.h"
+#include "launcher/batch_search.h"
 
 namespace dl {
 

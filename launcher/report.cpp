@@ -1,12 +1,12 @@
 // Rendering of facts and plan.
-#include "report.h"
+#include "launcher/report.h"
 
 #include <cstdio>
 #include <sstream>
 
-#include "cuda_compat.h"
-#include "json_writer.h"
-#include "text.h"
+#include "core/json_writer.h"
+#include "core/text.h"
+#include "launcher/cuda_compat.h"
 
 namespace dl {
 namespace {

@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "launch.h"
+#include "launcher/launch.h"
 
 namespace dl {
 

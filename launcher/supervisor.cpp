@@ -1,7 +1,7 @@
 // Spawning with Boost.Process and supervising with sigtimedwait: the stop signals and SIGCHLD are
 // blocked in the launcher and taken synchronously, so there is no handler and no race between a
 // signal and the child's exit.
-#include "supervisor.h"
+#include "launcher/supervisor.h"
 
 #include <grp.h>
 #include <signal.h>
@@ -22,7 +22,7 @@
 #include <optional>
 #include <system_error>
 
-#include "errors.h"
+#include "core/errors.h"
 
 namespace bp = boost::process;
 

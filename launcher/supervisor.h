@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "launch.h"
-#include "run_as.h"
+#include "core/run_as.h"
+#include "launcher/launch.h"
 
 namespace dl {
 

@@ -19,10 +19,10 @@
 #include <string>
 #include <vector>
 
-#include "captured_run.h"
+#include "core/json_reader.h"
 #include "integration/process.h"
 #include "integration/trainer_fixtures.h"
-#include "json_reader.h"
+#include "launcher/captured_run.h"
 
 extern char** environ;
 

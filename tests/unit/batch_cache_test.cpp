@@ -1,7 +1,7 @@
 // The workspace's batch-size cache: what the key tells apart, the file's round trip, lookups and
 // stores in a real directory (other keys kept, newest last, bounded), and that a damaged file is
 // an empty cache rather than a failed launch.
-#include "batch_cache.h"
+#include "launcher/batch_cache.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>

@@ -9,9 +9,9 @@
 #include <filesystem>
 #include <fstream>
 
-#include "batch_probe.h"
-#include "errors.h"
-#include "json_reader.h"
+#include "core/errors.h"
+#include "core/json_reader.h"
+#include "launcher/batch_probe.h"
 
 namespace dl {
 namespace {

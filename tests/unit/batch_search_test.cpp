@@ -1,7 +1,7 @@
 // The batch-size search against synthetic memory curves whose largest fitting batch is known:
 // linear, with a step, with noise, everything fits, nothing fits. The bar: within 5% of the true
 // largest batch, in at most 6 probes, and never an answer that does not fit.
-#include "batch_search.h"
+#include "launcher/batch_search.h"
 
 #include <gtest/gtest.h>
 

@@ -1,6 +1,6 @@
 // cgroup v1 and v2 discovery against fake trees: where the process's cgroup is, nested limits,
 // containers with and without a cgroup namespace, and hosts with no cgroup at all.
-#include "cgroup.h"
+#include "core/cgroup.h"
 
 #include <gtest/gtest.h>
 

@@ -1,12 +1,12 @@
 // The driver-versus-CUDA rule (launcher/cuda_compat.h) and its place in the plan: a lower major
 // is refused with the driver to install, a lower minor of the same major warns, a driver that
 // is new enough or does not say passes.
-#include "cuda_compat.h"
+#include "launcher/cuda_compat.h"
 
 #include <gtest/gtest.h>
 
-#include "errors.h"
-#include "plan.h"
+#include "core/errors.h"
+#include "launcher/plan.h"
 
 namespace dl {
 namespace {

@@ -6,7 +6,7 @@
 #include <optional>
 #include <string>
 
-#include "host.h"
+#include "core/host.h"
 
 namespace dl::testing {
 

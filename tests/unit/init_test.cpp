@@ -1,12 +1,12 @@
 // Where `dl-launch init` looks for the workspace template, and what it says when there is none.
-#include "init.h"
+#include "launcher/init.h"
 
 #include <gtest/gtest.h>
 
 #include <string>
 #include <vector>
 
-#include "errors.h"
+#include "core/errors.h"
 
 namespace dl {
 namespace {

@@ -1,5 +1,5 @@
 // The JSON writer: structure, separators and escaping.
-#include "json_writer.h"
+#include "core/json_writer.h"
 
 #include <gtest/gtest.h>
 

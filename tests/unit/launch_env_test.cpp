@@ -4,7 +4,7 @@
 
 #include <map>
 
-#include "launch.h"
+#include "launcher/launch.h"
 
 namespace dl {
 namespace {

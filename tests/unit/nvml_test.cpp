@@ -1,6 +1,6 @@
 // NVML through dlopen: a missing library is a CPU machine, a fake driver library is read through
 // the real loading path.
-#include "nvml.h"
+#include "core/nvml.h"
 
 #include <gtest/gtest.h>
 #include <stdlib.h>

@@ -1,6 +1,6 @@
 // The options registry: precedence defaults < config file < DL_* environment < command line, the
 // source named in each reason, and one clear error per kind of bad input.
-#include "options.h"
+#include "launcher/options.h"
 
 #include <gtest/gtest.h>
 #include <stdlib.h>
@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "errors.h"
+#include "core/errors.h"
 
 extern char** environ;
 

@@ -3,8 +3,8 @@
 // with its reason, the workers planned for it, and the clear errors when nothing fits.
 #include <gtest/gtest.h>
 
-#include "errors.h"
-#include "plan.h"
+#include "core/errors.h"
+#include "launcher/plan.h"
 
 namespace dl {
 namespace {

@@ -1,11 +1,11 @@
 // The planner's rules, one at a time: workers and threads against the usable cores, the small
 // data set rule, the host-feeding caps, /dev/shm, device and precision, and the requests it must
 // refuse.
-#include "plan.h"
+#include "launcher/plan.h"
 
 #include <gtest/gtest.h>
 
-#include "errors.h"
+#include "core/errors.h"
 
 namespace dl {
 namespace {

@@ -1,13 +1,13 @@
 // The probe's derived figures: usable cores from affinity and quota, usable memory from
 // MemAvailable and the cgroup, /dev/shm, GPUs passed through.
-#include "probe.h"
+#include "core/probe.h"
 
 #include <gtest/gtest.h>
 
 #include <sched.h>
 
+#include "core/system_host.h"
 #include "fake_host.h"
-#include "system_host.h"
 
 namespace dl {
 namespace {

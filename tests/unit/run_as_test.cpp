@@ -1,6 +1,6 @@
 // Whose identity the program takes (launcher/run_as.h): only root switches, only to a workspace
 // owner that is not root, only when enabled; HOME is one that user can write to.
-#include "run_as.h"
+#include "core/run_as.h"
 
 #include <fcntl.h>
 #include <gtest/gtest.h>

@@ -11,8 +11,8 @@
 #include <sstream>
 #include <string>
 
-#include "errors.h"
-#include "settings.h"
+#include "core/errors.h"
+#include "core/settings.h"
 
 namespace dl {
 namespace {

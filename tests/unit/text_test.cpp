@@ -1,5 +1,5 @@
 // String helpers: whole-string number parses that refuse partial or signed input.
-#include "text.h"
+#include "core/text.h"
 
 #include <gtest/gtest.h>
 

@@ -1,5 +1,6 @@
 // Workspace checks, run names and atomic writes.
-#include "workspace.h"
+#include "core/workspace.h"
+#include "core/files.h"
 
 #include <dirent.h>
 #include <gtest/gtest.h>
@@ -10,7 +11,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "errors.h"
+#include "core/errors.h"
 
 namespace dl {
 namespace {

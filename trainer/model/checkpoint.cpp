@@ -2,7 +2,7 @@
 // state, pickled with LibTorch's pickler (the format torch.load reads) and written atomically.
 #include "model/checkpoint.h"
 
-#include "model/atomic_file.h"
+#include "core/files.h"
 
 #include <ATen/ATen.h>
 #include <ATen/core/Dict.h>
@@ -312,7 +312,8 @@ std::string unreadable(const std::string& path, const std::string& reason) {
 
 void save_checkpoint(const std::string& path, const CheckpointData& data) {
   try {
-    write_file_atomically(path, torch::jit::pickle_save(encode(data)));
+    const std::vector<char> bytes = torch::jit::pickle_save(encode(data));
+    write_file_atomic(path, std::string_view(bytes.data(), bytes.size()));
   } catch (const c10::Error& error) {
     throw std::runtime_error("checkpoint " + path + ": cannot serialise (" +
                              first_line(error.what_without_backtrace()) + ")");

@@ -1,6 +1,7 @@
 // make_model: picks the model family by name and checks the sizes that every built-in model needs.
 #include "model/model.h"
 
+#include "core/text.h"
 #include "model/builders.h"
 
 #include <stdexcept>
@@ -8,11 +9,6 @@
 
 namespace dl::model {
 namespace {
-
-bool ends_with(const std::string& text, const std::string& suffix) {
-  return text.size() >= suffix.size() &&
-         text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
 
 void require_at_least(const ModelSpec& spec, const char* field, int value, int minimum) {
   if (value < minimum) {

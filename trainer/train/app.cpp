@@ -9,11 +9,11 @@
 #include <exception>
 #include <iostream>
 
-#include "errors.h"
+#include "core/errors.h"
+#include "core/version.h"
 #include "train/config.h"
 #include "train/probe_mode.h"
 #include "train/trainer.h"
-#include "version.h"
 
 namespace dl::train {
 namespace {
@@ -24,35 +24,36 @@ std::shared_ptr<spdlog::logger> make_logger(const std::string& name, bool to_std
   return logger;
 }
 
+// Options, then the run or the memory probe.
+int run(int argc, const char* const argv[]) {
+  const ParsedArgs args = parse_train_args(argc, argv);
+  if (args.help) {
+    std::cout << train_usage();
+    return exit_code::kOk;
+  }
+  if (args.version) {
+    // The LibTorch version is part of dl-launch's batch-size cache key: a different LibTorch
+    // allocates differently.
+    std::cout << "dl-train " << kVersion << " (LibTorch " << TORCH_VERSION << ")\n";
+    return exit_code::kOk;
+  }
+  if (const auto batch = probe_batch_setting(argc, argv)) {
+    // stdout carries the probe's JSON line and nothing else: the log goes to stderr.
+    spdlog::set_default_logger(make_logger("dl-train-probe", true));
+    return run_probe(args.config, *batch);
+  }
+  return run_training(args.config);
+}
+
 }  // namespace
 
 int train_main(int argc, const char* const argv[]) {
   spdlog::set_default_logger(make_logger("dl-train", false));
-  try {
-    const ParsedArgs args = parse_train_args(argc, argv);
-    if (args.help) {
-      std::cout << train_usage();
-      return exit_code::kOk;
-    }
-    if (args.version) {
-      // The LibTorch version is part of dl-launch's batch-size cache key: a different LibTorch
-      // allocates differently.
-      std::cout << "dl-train " << kVersion << " (LibTorch " << TORCH_VERSION << ")\n";
-      return exit_code::kOk;
-    }
-    if (const auto batch = probe_batch_setting(argc, argv)) {
-      // stdout carries the probe's JSON line and nothing else: the log goes to stderr.
-      spdlog::set_default_logger(make_logger("dl-train-probe", true));
-      return run_probe(args.config, *batch);
-    }
-    return run_training(args.config);
-  } catch (const UserError& e) {
-    spdlog::error("{}", e.what());
-    return e.code();
-  } catch (const std::exception& e) {
-    spdlog::critical("internal error: {} (please report it)", e.what());
-    return exit_code::kInternal;
-  }
+  return run_reporting_errors([&] { return run(argc, argv); },
+                              [](const std::string& line, bool internal) {
+                                spdlog::log(internal ? spdlog::level::critical : spdlog::level::err,
+                                            "{}", line);
+                              });
 }
 
 }  // namespace dl::train

@@ -10,9 +10,9 @@
 #include <limits>
 #include <sstream>
 
-#include "errors.h"
-#include "settings.h"
-#include "workspace.h"
+#include "core/errors.h"
+#include "core/settings.h"
+#include "core/workspace.h"
 
 namespace dl::train {
 namespace {
@@ -36,11 +36,8 @@ std::string train_usage() {
          "AdamW with a cosine schedule, gradient clipping, validation every epoch, best/last\n"
          "checkpoints and live monitoring. Normally started by dl-launch, whose plan arrives as\n"
          "DL_* variables; runs on its own too.\n\n"
-      << command_line()
-      << "\nPrecedence: defaults < dl.conf < DL_* environment < command line.\n"
-         "Exit codes: 0 done; 64 bad option or value; 65 bad data; 66 data not found;\n"
-         "73 run directory not writable; 80 loss became NaN or infinite; 128+N stopped by\n"
-         "signal N after saving last.pt; 70 internal error.\n";
+      << command_line() << "\nPrecedence: defaults < dl.conf < DL_* environment < command line.\n\n"
+      << exit_code_help(Program::kTrain);
   return out.str();
 }
 

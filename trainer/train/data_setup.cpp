@@ -8,14 +8,15 @@
 #include <random>
 #include <vector>
 
+#include "core/data_location.h"
+#include "core/errors.h"
+#include "core/text.h"
 #include "data/cifar.h"
 #include "data/csv_manifest.h"
 #include "data/data_error.h"
 #include "data/epoch_order.h"
 #include "data/idx.h"
 #include "data/image_folder.h"
-#include "data_location.h"
-#include "errors.h"
 #include "train/subset.h"
 
 namespace dl::train {
@@ -29,11 +30,6 @@ bool exists(const std::string& path) {
 bool is_dir(const std::string& path) {
   struct stat st {};
   return stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
-}
-
-bool ends_with(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() &&
-         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
 bool has_idx(const std::string& dir) {

@@ -3,7 +3,7 @@
 
 #include <torch/cuda.h>
 
-#include "errors.h"
+#include "core/errors.h"
 
 namespace dl::train {
 

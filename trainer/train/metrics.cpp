@@ -7,7 +7,7 @@
 #include <cstdio>
 #include <cstring>
 
-#include "errors.h"
+#include "core/errors.h"
 
 namespace dl::train {
 

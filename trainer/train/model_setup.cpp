@@ -3,7 +3,7 @@
 
 #include <stdexcept>
 
-#include "errors.h"
+#include "core/errors.h"
 
 namespace dl::train {
 

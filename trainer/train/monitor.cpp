@@ -8,10 +8,10 @@
 #include <sstream>
 #include <utility>
 
-#include "nvml.h"
-#include "probe.h"
-#include "system_host.h"
-#include "text.h"
+#include "core/nvml.h"
+#include "core/probe.h"
+#include "core/system_host.h"
+#include "core/text.h"
 
 namespace dl::train {
 

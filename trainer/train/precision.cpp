@@ -1,7 +1,7 @@
 // Precision resolution.
 #include "train/precision.h"
 
-#include "errors.h"
+#include "core/errors.h"
 #include "train/cuda_support.h"
 
 namespace dl::train {

@@ -21,12 +21,12 @@
 #include <c10/cuda/CUDACachingAllocator.h>
 #endif
 
+#include "core/errors.h"
+#include "core/json_writer.h"
+#include "core/settings.h"
 #include "data/batch.h"
 #include "data/buffer_pool.h"
-#include "errors.h"
-#include "json_writer.h"
 #include "model/model.h"
-#include "settings.h"
 #include "train/data_setup.h"
 #include "train/device.h"
 #include "train/device_feed.h"

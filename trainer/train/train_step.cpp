@@ -7,7 +7,7 @@
 #include <optional>
 #include <utility>
 
-#include "errors.h"
+#include "core/errors.h"
 #include "train/autocast.h"
 #include "train/oom.h"
 

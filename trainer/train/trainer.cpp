@@ -18,12 +18,13 @@
 #include <cmath>
 #include <optional>
 
+#include "core/errors.h"
+#include "core/files.h"
+#include "core/text.h"
 #include "data/loader.h"
-#include "errors.h"
 #include "model/adamw_state.h"
 #include "model/checkpoint.h"
 #include "model/model.h"
-#include "text.h"
 #include "train/data_setup.h"
 #include "train/device.h"
 #include "train/device_feed.h"
@@ -59,16 +60,12 @@ double seconds_since(Clock::time_point t) {
   return std::chrono::duration<double>(Clock::now() - t).count();
 }
 
-void make_dirs(const std::string& path) {
-  std::string prefix;
-  for (std::size_t i = 0; i <= path.size(); ++i) {
-    if (i == path.size() || path[i] == '/') {
-      prefix = path.substr(0, i);
-      if (!prefix.empty() && mkdir(prefix.c_str(), 0775) != 0 && errno != EEXIST) {
-        throw UserError(exit_code::kCantWrite, "run directory " + path + ": cannot create " +
-                                                   prefix + " (" + std::strerror(errno) + ")");
-      }
-    }
+// The run directory (and its parents), checked writable before training starts.
+void prepare_run_dir(const std::string& path) {
+  try {
+    make_dirs(path);
+  } catch (const UserError& e) {
+    throw UserError(e.code(), "run directory " + path + ": " + e.what());
   }
   if (access(path.c_str(), W_OK) != 0) {
     throw UserError(exit_code::kCantWrite,
@@ -191,7 +188,7 @@ int run_training(const TrainConfig& config) {
   const torch::Device device = choose_device(config.device);
   const PrecisionChoice precision =
       resolve_precision(config.precision, config.precision_source, device);
-  make_dirs(config.run_dir);
+  prepare_run_dir(config.run_dir);
   // Everything logged also goes to the run's train.log.
   spdlog::default_logger()->sinks().push_back(
       std::make_shared<spdlog::sinks::basic_file_sink_mt>(config.run_dir + "/train.log"));

@@ -9,7 +9,7 @@
 #include <cmath>
 #include <vector>
 
-#include "errors.h"
+#include "core/errors.h"
 #include "train/autocast.h"
 #include "train/grad_scaler.h"
 #include "train/precision.h"

@@ -13,7 +13,7 @@
 #include <utility>
 #include <vector>
 
-#include "errors.h"
+#include "core/errors.h"
 #include "train/grad_scaler.h"
 #include "train/micro_batch.h"
 #include "train/oom.h"

@@ -1,7 +1,7 @@
 // The settings registry and the layered parse on Boost.Program_options. Values are kept as strings
 // and validated on read, so an error names the source it came from ("--workers", "DL_WORKERS",
 // "/ws/dl.conf: workers") and says what was expected.
-#include "settings.h"
+#include "core/settings.h"
 
 #include <sys/stat.h>
 
@@ -11,8 +11,8 @@
 #include <cstring>
 #include <fstream>
 
-#include "errors.h"
-#include "text.h"
+#include "core/errors.h"
+#include "core/text.h"
 
 namespace dl::settings {
 namespace {

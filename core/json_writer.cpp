@@ -1,5 +1,5 @@
 // JSON writer: two-space indented output, one key per line.
-#include "json_writer.h"
+#include "core/json_writer.h"
 
 #include <cmath>
 #include <cstdio>

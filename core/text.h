@@ -1,9 +1,10 @@
-// Small string helpers shared by the probe, the options and the report.
+// Small string helpers shared by both programs.
 #pragma once
 
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace dl {
@@ -12,6 +13,13 @@ std::vector<std::string> split(const std::string& s, char sep);
 std::string trim(const std::string& s);
 inline bool is_digit(char c) {
   return c >= '0' && c <= '9';
+}
+
+inline bool starts_with(std::string_view s, std::string_view prefix) {
+  return s.substr(0, prefix.size()) == prefix;
+}
+inline bool ends_with(std::string_view s, std::string_view suffix) {
+  return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
 }
 
 // Whole-string parses: nullopt on anything but an optionally signed run of digits in range.

@@ -1,26 +1,27 @@
-// POSIX implementation of the atomic write: temporary file, fsync, rename, fsync of the directory.
-#include "model/atomic_file.h"
+// POSIX implementation of the directory helpers and the atomic write (temporary file, fsync,
+// rename, fsync of the directory).
+#include "core/files.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
 #include <stdexcept>
-#include <string>
 #include <utility>
 
-namespace dl::model {
+#include "core/errors.h"
+
+namespace dl {
 namespace {
 
 std::string errno_text() {
   return std::strerror(errno);
 }
 
-std::string directory_of(const std::string& path) {
-  const auto slash = path.rfind('/');
-  if (slash == std::string::npos) return ".";
-  return slash == 0 ? "/" : path.substr(0, slash);
+[[noreturn]] void fail(const std::string& what, const std::string& path) {
+  throw UserError(exit_code::kCantWrite, what + " " + path + " (" + errno_text() + ")");
 }
 
 // Closes the descriptor and removes the temporary file unless the rename went through.
@@ -35,36 +36,30 @@ class TempFile {
   }
 
   void open() {
-    fd_ = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd_ < 0) throw std::runtime_error("cannot create " + path_ + " (" + errno_text() + ")");
+    fd_ = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0664);
+    if (fd_ < 0) fail("cannot create", path_);
   }
 
-  void write_all(const std::vector<char>& bytes) {
+  void write_all(std::string_view bytes) {
     size_t done = 0;
     while (done < bytes.size()) {
       const ssize_t n = ::write(fd_, bytes.data() + done, bytes.size() - done);
       if (n < 0 && errno == EINTR) continue;
-      if (n < 0) throw std::runtime_error("cannot write " + path_ + " (" + errno_text() + ")");
+      if (n < 0) fail("cannot write", path_);
       done += static_cast<size_t>(n);
     }
   }
 
   // The data must be on disk before the rename makes it visible under the final name.
   void sync_and_close() {
-    if (::fsync(fd_) != 0) {
-      throw std::runtime_error("cannot flush " + path_ + " (" + errno_text() + ")");
-    }
+    if (::fsync(fd_) != 0) fail("cannot flush", path_);
     const int fd = fd_;
     fd_ = -1;
-    if (::close(fd) != 0) {
-      throw std::runtime_error("cannot close " + path_ + " (" + errno_text() + ")");
-    }
+    if (::close(fd) != 0) fail("cannot close", path_);
   }
 
   void rename_to(const std::string& target) {
-    if (::rename(path_.c_str(), target.c_str()) != 0) {
-      throw std::runtime_error("cannot rename " + path_ + " (" + errno_text() + ")");
-    }
+    if (::rename(path_.c_str(), target.c_str()) != 0) fail("cannot rename", path_);
     renamed_ = true;
   }
 
@@ -76,7 +71,25 @@ class TempFile {
 
 }  // namespace
 
-void write_file_atomically(const std::string& path, const std::vector<char>& bytes) {
+std::string parent_directory(const std::string& path) {
+  const auto slash = path.rfind('/');
+  if (slash == std::string::npos) return ".";
+  return slash == 0 ? "/" : path.substr(0, slash);
+}
+
+void make_dir(const std::string& path) {
+  if (::mkdir(path.c_str(), 0775) != 0 && errno != EEXIST) {
+    throw UserError(exit_code::kCantWrite, "cannot create " + path + ": " + errno_text());
+  }
+}
+
+void make_dirs(const std::string& path) {
+  for (std::size_t i = 1; i <= path.size(); ++i) {
+    if (i == path.size() || path[i] == '/') make_dir(path.substr(0, i));
+  }
+}
+
+void write_file_atomic(const std::string& path, std::string_view bytes) {
   TempFile temp(path + ".tmp." + std::to_string(::getpid()));
   temp.open();
   temp.write_all(bytes);
@@ -85,7 +98,7 @@ void write_file_atomically(const std::string& path, const std::vector<char>& byt
 
   // Makes the rename itself durable. Best effort: the new file is already in place, and some
   // file systems refuse fsync on a directory.
-  const int dir = ::open(directory_of(path).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  const int dir = ::open(parent_directory(path).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (dir >= 0) {
     ::fsync(dir);
     ::close(dir);
@@ -112,4 +125,4 @@ std::vector<char> read_whole_file(const std::string& path) {
   return bytes;
 }
 
-}  // namespace dl::model
+}  // namespace dl

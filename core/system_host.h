@@ -3,7 +3,7 @@
 
 #include <string>
 
-#include "host.h"
+#include "core/host.h"
 
 namespace dl {
 

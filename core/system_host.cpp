@@ -1,5 +1,5 @@
 // Linux implementation of the host interface.
-#include "system_host.h"
+#include "core/system_host.h"
 
 #include <sched.h>
 #include <sys/statvfs.h>
@@ -10,7 +10,7 @@
 #include <sstream>
 #include <utility>
 
-#include "nvml.h"
+#include "core/nvml.h"
 
 namespace dl {
 

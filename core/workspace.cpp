@@ -1,5 +1,5 @@
-// Workspace checks and atomic files.
-#include "workspace.h"
+// Workspace checks and run directories.
+#include "core/workspace.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -10,8 +10,9 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "errors.h"
-#include "run_as.h"
+#include "core/errors.h"
+#include "core/files.h"
+#include "core/run_as.h"
 
 namespace dl {
 namespace {
@@ -19,12 +20,6 @@ namespace {
 bool exists(const std::string& path) {
   struct stat st {};
   return stat(path.c_str(), &st) == 0;
-}
-
-void make_dir(const std::string& path) {
-  if (mkdir(path.c_str(), 0775) != 0 && errno != EEXIST) {
-    throw UserError(exit_code::kCantWrite, "cannot create " + path + ": " + std::strerror(errno));
-  }
 }
 
 }  // namespace
@@ -75,31 +70,6 @@ std::string create_run_dir(const std::string& workspace, const std::string& name
   const std::string dir = workspace + "/runs/" + name;
   make_dir(dir);
   return dir;
-}
-
-void write_file_atomic(const std::string& path, const std::string& content) {
-  const std::string tmp = path + ".tmp." + std::to_string(getpid());
-  const int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0664);
-  if (fd < 0) {
-    throw UserError(exit_code::kCantWrite, "cannot write " + tmp + ": " + std::strerror(errno));
-  }
-  size_t done = 0;
-  while (done < content.size()) {
-    const ssize_t n = write(fd, content.data() + done, content.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      const int err = errno;
-      close(fd);
-      unlink(tmp.c_str());
-      throw UserError(exit_code::kCantWrite, "cannot write " + tmp + ": " + std::strerror(err));
-    }
-    done += static_cast<size_t>(n);
-  }
-  if (fsync(fd) != 0 || close(fd) != 0 || rename(tmp.c_str(), path.c_str()) != 0) {
-    const int err = errno;
-    unlink(tmp.c_str());
-    throw UserError(exit_code::kCantWrite, "cannot write " + path + ": " + std::strerror(err));
-  }
 }
 
 }  // namespace dl

@@ -1,5 +1,5 @@
 // String helpers.
-#include "text.h"
+#include "core/text.h"
 
 #include <cerrno>
 #include <cstdio>

@@ -1,6 +1,6 @@
 // Recursive-descent JSON parsing (RFC 8259), with a depth limit so a hostile file cannot exhaust
 // the stack.
-#include "json_reader.h"
+#include "core/json_reader.h"
 
 #include <cctype>
 #include <cerrno>

@@ -1,12 +1,12 @@
 // The machine probe: turns host reads into Facts, each derived figure with the reason behind it.
-#include "probe.h"
+#include "core/probe.h"
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 
-#include "cgroup.h"
-#include "text.h"
+#include "core/cgroup.h"
+#include "core/text.h"
 
 namespace dl {
 namespace {

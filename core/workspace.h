@@ -1,5 +1,4 @@
-// The workspace and its run directories: checks done before anything is written, run names,
-// and atomic writes (temporary file, fsync, rename) so a crash never leaves half a file.
+// The workspace and its run directories: checks done before anything is written, run names.
 #pragma once
 
 #include <ctime>
@@ -17,8 +16,5 @@ std::string choose_run_name(const std::string& workspace, const std::string& req
 
 // Creates <workspace>/runs/<name>/ (and runs/). Throws UserError 73 on failure.
 std::string create_run_dir(const std::string& workspace, const std::string& name);
-
-// Writes `content` to `path` atomically. Throws UserError 73 on failure.
-void write_file_atomic(const std::string& path, const std::string& content);
 
 }  // namespace dl

@@ -1,5 +1,5 @@
 // Owners, chown and HOME for running the program as the workspace's owner.
-#include "run_as.h"
+#include "core/run_as.h"
 
 #include <pwd.h>
 #include <sys/stat.h>
@@ -9,7 +9,8 @@
 #include <cstring>
 #include <vector>
 
-#include "errors.h"
+#include "core/errors.h"
+#include "core/files.h"
 
 namespace dl {
 namespace {
@@ -22,12 +23,6 @@ std::optional<passwd> passwd_of(uid_t uid, std::vector<char>* buffer) {
     return std::nullopt;
   }
   return entry;
-}
-
-void make_dir(const std::string& path) {
-  if (mkdir(path.c_str(), 0775) != 0 && errno != EEXIST) {
-    throw UserError(exit_code::kCantWrite, "cannot create " + path + ": " + std::strerror(errno));
-  }
 }
 
 }  // namespace

@@ -1,12 +1,12 @@
 // cgroup v1/v2 limit discovery, written against the Host interface so fake trees can test it.
-#include "cgroup.h"
+#include "core/cgroup.h"
 
 #include <algorithm>
 #include <cstdlib>
 #include <map>
 #include <sstream>
 
-#include "text.h"
+#include "core/text.h"
 
 namespace dl {
 namespace {

@@ -1,6 +1,6 @@
 // NVML through dlopen. The few declarations needed are written out here (they are part of NVML's
 // stable C ABI), so no CUDA header is needed to build.
-#include "nvml.h"
+#include "core/nvml.h"
 
 #include <dlfcn.h>
 

@@ -1,5 +1,5 @@
 // Data location rules shared by the launcher and the trainer.
-#include "data_location.h"
+#include "core/data_location.h"
 
 #include <dirent.h>
 #include <sys/stat.h>
