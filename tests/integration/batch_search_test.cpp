@@ -20,13 +20,13 @@
 #include <vector>
 
 #include "core/json_reader.h"
-#include "integration/process.h"
-#include "integration/trainer_fixtures.h"
-#include "launcher/captured_run.h"
+#include "support/data_sets.h"
+#include "support/files.h"
+#include "support/matchers.h"
+#include "support/process.h"
+#include "support/temp_dir.h"
 
-extern char** environ;
-
-namespace dltest {
+namespace dl::test {
 namespace {
 
 namespace fs = std::filesystem;
@@ -201,26 +201,20 @@ TEST(BatchSearchOnCpu, LargestBatchWithinTheBudgetCachedForTheNextStart) {
   // its environment (the heap's layout), more than 8 samples of this network take, so only an equal
   // start measures the same thing twice.
   const std::int64_t next = (chosen / 8 + 1) * 8;
-  dl::CapturedRun::Env probe_env;
+  EnvVars probe_env;
   if (const dl::JsonValue* env = plan.find("env")) {
     for (const auto& [name, value] : env->members()) {
       if (name != "DL_BATCH_SIZE" && value.as_string())
         probe_env.emplace_back(name, *value.as_string());
     }
   }
+  probe_env.emplace_back("DL_BATCH_SIZE", std::to_string(next));
   // The launcher's environment was this process's without DL_*, FAKE_NVML_* and the scheduler's
   // variables (Process drops them); so is the probe's, then.
-  std::vector<std::string> drop;
-  for (char** e = environ; *e != nullptr; ++e) {
-    const std::string name = std::string(*e).substr(0, std::string(*e).find('='));
-    if (name.rfind("DL_", 0) == 0 || name.rfind("FAKE_NVML_", 0) == 0) drop.push_back(name);
-  }
-  drop.insert(drop.end(), kSchedulerVars.begin(), kSchedulerVars.end());
-  for (const auto& name : drop) unsetenv(name.c_str());
-  probe_env.emplace_back("DL_BATCH_SIZE", std::to_string(next));
   const std::string trainer = plan.find("command")->items().at(0).as_string().value_or(kTrain);
-  const dl::CapturedRun above =
-      dl::run_captured({trainer, "--probe-batch", std::to_string(next)}, ws.path(), probe_env, 300);
+  Process probe({trainer, "--probe-batch", std::to_string(next)}, probe_env, kSchedulerVars,
+                ws.path());
+  const Result above = probe.wait(seconds{300});
   ASSERT_EQ(above.code, 0) << above.out << above.err;
   std::string above_line = above.out;
   const auto above_json = dl::parse_json(above_line.substr(0, above_line.find('\n')));
@@ -284,4 +278,4 @@ TEST(BatchSearchOnCpu, LargestBatchWithinTheBudgetCachedForTheNextStart) {
 }
 
 }  // namespace
-}  // namespace dltest
+}  // namespace dl::test

@@ -12,9 +12,12 @@
 #include <string>
 #include <vector>
 
-#include "integration/process.h"
+#include "support/files.h"
+#include "support/matchers.h"
+#include "support/process.h"
+#include "support/temp_dir.h"
 
-namespace dltest {
+namespace dl::test {
 namespace {
 
 const std::string kLaunch = DL_LAUNCH_BIN;
@@ -33,10 +36,6 @@ std::vector<std::string> under(std::vector<std::string> prefix,
                                const std::vector<std::string>& argv) {
   prefix.insert(prefix.end(), argv.begin(), argv.end());
   return prefix;
-}
-
-bool contains(const std::string& haystack, const std::string& needle) {
-  return haystack.find(needle) != std::string::npos;
 }
 
 struct PlanChoice {
@@ -527,4 +526,4 @@ TEST_F(LauncherSmallShm, CapsPythonDataLoaderWorkers) {
 }
 
 }  // namespace
-}  // namespace dltest
+}  // namespace dl::test

@@ -10,9 +10,12 @@
 #include <string>
 #include <vector>
 
-#include "integration/process.h"
+#include "support/files.h"
+#include "support/matchers.h"
+#include "support/process.h"
+#include "support/temp_dir.h"
 
-namespace dltest {
+namespace dl::test {
 namespace {
 
 const std::string kLaunch = DL_LAUNCH_BIN;
@@ -22,10 +25,6 @@ const std::string kFakeNvml = DL_FAKE_NVML;
 // Every file a new workspace starts with.
 const std::vector<std::string> kTemplateFiles = {"dl.conf", "data/README.md", "python/train.py",
                                                  "python/export_torchscript.py"};
-
-bool contains(const std::string& haystack, const std::string& needle) {
-  return haystack.find(needle) != std::string::npos;
-}
 
 uid_t owner_of(const std::string& path) {
   struct stat st {};
@@ -142,4 +141,4 @@ TEST(LauncherInit, AsRootTheFilesBelongToTheDirectorysOwner) {
 }
 
 }  // namespace
-}  // namespace dltest
+}  // namespace dl::test

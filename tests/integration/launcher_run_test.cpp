@@ -14,9 +14,12 @@
 #include <string>
 #include <vector>
 
-#include "integration/process.h"
+#include "support/files.h"
+#include "support/matchers.h"
+#include "support/process.h"
+#include "support/temp_dir.h"
 
-namespace dltest {
+namespace dl::test {
 namespace {
 
 const std::string kLaunch = DL_LAUNCH_BIN;
@@ -33,10 +36,6 @@ const std::vector<std::string> kSchedulerVars = {
 std::vector<std::string> launch(std::vector<std::string> args) {
   args.insert(args.begin(), {kLaunch, "--nvml-library", kFakeNvml});
   return args;
-}
-
-bool contains(const std::string& haystack, const std::string& needle) {
-  return haystack.find(needle) != std::string::npos;
 }
 
 // What `dl_test_child env FILE` wrote: "cwd" and every variable of its environment.
@@ -295,4 +294,4 @@ TEST_F(LauncherRun, StopSignalReachesTheWholeProcessGroup) {
 }
 
 }  // namespace
-}  // namespace dltest
+}  // namespace dl::test

@@ -14,15 +14,18 @@
 #include <string>
 #include <vector>
 
-#include "integration/process.h"
-#include "integration/trainer_fixtures.h"
+#include "support/data_sets.h"
+#include "support/files.h"
+#include "support/matchers.h"
+#include "support/process.h"
+#include "support/python.h"
+#include "support/temp_dir.h"
 
-namespace dltest {
+namespace dl::test {
 namespace {
 
 const std::string kTrain = DL_TRAIN_BIN;
 const std::string kLaunch = DL_LAUNCH_BIN;
-const std::string kPython = DL_TEST_PYTHON;
 const std::string kTemplate = DL_TEMPLATE_SOURCE;
 
 constexpr std::chrono::seconds kRunTimeout{300};
@@ -31,9 +34,7 @@ class TemplatePython : public ::testing::Test {
  protected:
   void SetUp() override {
     if (fashion_mnist_dir().empty()) GTEST_SKIP() << "Fashion-MNIST is not installed";
-    if (run({kPython, "-c", "import torch, torchvision"}).code != 0) {
-      GTEST_SKIP() << kPython << " cannot import torch and torchvision";
-    }
+    if (!kPythonHasTorchvision) GTEST_SKIP() << kNoTorchvision;
     data_ = std::make_unique<TempDir>();
     write_fashion_subset(data_->path(), 2048, 500);
     // The workspace as `dl-launch init` makes it.
@@ -165,4 +166,4 @@ TEST_F(TemplatePython, TrainPyNamesBadInputInOneLine) {
 }
 
 }  // namespace
-}  // namespace dltest
+}  // namespace dl::test

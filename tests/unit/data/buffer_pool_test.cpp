@@ -6,8 +6,10 @@
 #include <cstdint>
 #include <cstdlib>
 
-namespace dl::data {
+namespace dl::test {
 namespace {
+
+using namespace dl::data;
 
 TEST(BufferPool, ReusesReturnedBlocks) {
   auto pool = BufferPool::create(100);
@@ -52,4 +54,4 @@ TEST(BufferPool, UsesTheCallersAllocatorAndReleasesEverything) {
 }
 
 }  // namespace
-}  // namespace dl::data
+}  // namespace dl::test

@@ -4,8 +4,10 @@
 
 #include <gtest/gtest.h>
 
-namespace dl::data {
+namespace dl::test {
 namespace {
+
+using namespace dl::data;
 
 Transform square(int side, bool train) {
   Transform t;
@@ -91,4 +93,4 @@ TEST(TrainCrop, SameStreamSameCropDifferentStreamDifferentCrops) {
 }
 
 }  // namespace
-}  // namespace dl::data
+}  // namespace dl::test

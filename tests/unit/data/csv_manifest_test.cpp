@@ -6,31 +6,32 @@
 #include <random>
 
 #include "data/data_error.h"
-#include "fixtures.h"
+#include "support/temp_dir.h"
+#include "unit/data/fixtures.h"
 
 #if DL_HAVE_OPENCV
 #include <opencv2/core.hpp>
 #include <opencv2/imgcodecs.hpp>
 #endif
 
-namespace dl::data {
+namespace dl::test {
 namespace {
 
-using test::TempDir;
+using namespace dl::data;
 
 #if DL_HAVE_OPENCV
 
 TEST(CsvManifest, ReadsPathsRelativeToTheCsv) {
   TempDir dir;
-  std::filesystem::create_directories(dir.path() / "img");
+  std::filesystem::create_directories(dir.fs_path() / "img");
   ASSERT_TRUE(cv::imwrite(dir.file("img/one.png"), cv::Mat(10, 10, CV_8UC3, cv::Scalar(1, 2, 3))));
   ASSERT_TRUE(cv::imwrite(dir.file("img/a,b.png"), cv::Mat(12, 9, CV_8UC3, cv::Scalar(9, 9, 9))));
-  test::write_text(dir.file("train.csv"),
-                   "path,label\r\n"
-                   "img/one.png,4\r\n"
-                   "\r\n"
-                   "\"img/a,b.png\", 1\r\n"
-                   "img/missing.png,0\r\n");
+  write_file(dir.file("train.csv"),
+             "path,label\r\n"
+             "img/one.png,4\r\n"
+             "\r\n"
+             "\"img/a,b.png\", 1\r\n"
+             "img/missing.png,0\r\n");
   const auto source = open_csv_manifest(dir.file("train.csv"));
   ASSERT_EQ(source->size(), 3);
   EXPECT_EQ(source->num_classes(), 5);
@@ -54,24 +55,23 @@ TEST(CsvManifest, ReadsPathsRelativeToTheCsv) {
 
 TEST(CsvManifest, BadLabelNamesFileAndLine) {
   TempDir dir;
-  test::write_text(dir.file("m.csv"), "path,label\na.png,1\nb.png,cat\n");
-  test::expect_data_error([&] { open_csv_manifest(dir.file("m.csv")); },
-                          {dir.file("m.csv") + ":3", "\"cat\"", "non-negative integer"});
-  test::write_text(dir.file("neg.csv"), "a.png,-1\n");
-  test::expect_data_error([&] { open_csv_manifest(dir.file("neg.csv")); },
-                          {dir.file("neg.csv") + ":1", "\"-1\""});
-  test::write_text(dir.file("nocomma.csv"), "a.png 1\n");
-  test::expect_data_error([&] { open_csv_manifest(dir.file("nocomma.csv")); },
-                          {dir.file("nocomma.csv") + ":1", "path,label"});
+  write_file(dir.file("m.csv"), "path,label\na.png,1\nb.png,cat\n");
+  expect_data_error([&] { open_csv_manifest(dir.file("m.csv")); },
+                    {dir.file("m.csv") + ":3", "\"cat\"", "non-negative integer"});
+  write_file(dir.file("neg.csv"), "a.png,-1\n");
+  expect_data_error([&] { open_csv_manifest(dir.file("neg.csv")); },
+                    {dir.file("neg.csv") + ":1", "\"-1\""});
+  write_file(dir.file("nocomma.csv"), "a.png 1\n");
+  expect_data_error([&] { open_csv_manifest(dir.file("nocomma.csv")); },
+                    {dir.file("nocomma.csv") + ":1", "path,label"});
 }
 
 TEST(CsvManifest, MissingOrEmptyManifest) {
   TempDir dir;
-  test::expect_data_error([&] { open_csv_manifest(dir.file("absent.csv")); }, {"absent.csv"});
-  test::write_text(dir.file("empty.csv"), "path,label\n\n");
-  test::expect_data_error([&] { open_csv_manifest(dir.file("empty.csv")); },
-                          {"empty.csv", "no samples"});
+  expect_data_error([&] { open_csv_manifest(dir.file("absent.csv")); }, {"absent.csv"});
+  write_file(dir.file("empty.csv"), "path,label\n\n");
+  expect_data_error([&] { open_csv_manifest(dir.file("empty.csv")); }, {"empty.csv", "no samples"});
 }
 
 }  // namespace
-}  // namespace dl::data
+}  // namespace dl::test

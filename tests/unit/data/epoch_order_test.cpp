@@ -9,8 +9,10 @@
 
 #include "data/random.h"
 
-namespace dl::data {
+namespace dl::test {
 namespace {
+
+using namespace dl::data;
 
 TEST(EpochOrder, IsAPermutation) {
   std::vector<std::int64_t> order = epoch_order(1000, true, 7, 3);
@@ -57,4 +59,4 @@ TEST(Random, UniformIntCoversTheRangeInclusive) {
 }
 
 }  // namespace
-}  // namespace dl::data
+}  // namespace dl::test

@@ -12,22 +12,22 @@
 
 #include "data/sample_source.h"
 
-namespace dl::data::test {
+namespace dl::test {
 
-class FakeSource : public SampleSource {
+class FakeSource : public data::SampleSource {
  public:
   explicit FakeSource(std::int64_t size, std::set<std::int64_t> bad = {},
                       std::chrono::microseconds delay = std::chrono::microseconds(0))
       : size_(size), bad_(std::move(bad)), delay_(delay) {}
 
-  static ImageShape shape() { return ImageShape{1, 4, 4}; }
+  static data::ImageShape shape() { return data::ImageShape{1, 4, 4}; }
   std::int64_t size() const override { return size_; }
   int num_classes() const override { return 10; }
-  ImageShape native_shape() const override { return shape(); }
+  data::ImageShape native_shape() const override { return shape(); }
   std::int64_t label(std::int64_t index) const override { return index % 10; }
   std::string describe() const override { return "fake"; }
 
-  bool load(std::int64_t index, const Transform& t, std::mt19937& rng,
+  bool load(std::int64_t index, const data::Transform& t, std::mt19937& rng,
             std::uint8_t* dst) const override {
     ++loads;
     if (delay_.count() > 0) std::this_thread::sleep_for(delay_);
@@ -56,4 +56,4 @@ class FakeSource : public SampleSource {
   std::chrono::microseconds delay_;
 };
 
-}  // namespace dl::data::test
+}  // namespace dl::test

@@ -6,8 +6,10 @@
 #include "data/idx.h"
 #include "data/loader.h"
 
-namespace dl::data {
+namespace dl::test {
 namespace {
+
+using namespace dl::data;
 
 const char* const kDir = "/usr/share/datasets/fashion-mnist";
 
@@ -43,4 +45,4 @@ TEST(FashionMnist, DebianPackageReadsAndLoads) {
 }
 
 }  // namespace
-}  // namespace dl::data
+}  // namespace dl::test

@@ -1,5 +1,5 @@
 // Test fixtures for the data layer (see fixtures.h).
-#include "fixtures.h"
+#include "unit/data/fixtures.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -11,7 +11,7 @@
 
 #include "data/data_error.h"
 
-namespace dl::data::test {
+namespace dl::test {
 namespace {
 
 void put_u32(Bytes& out, std::uint32_t v) {
@@ -22,29 +22,6 @@ void put_u32(Bytes& out, std::uint32_t v) {
 }
 
 }  // namespace
-
-TempDir::TempDir() {
-  std::string pattern = (std::filesystem::temp_directory_path() / "dl_data_test_XXXXXX").string();
-  if (mkdtemp(pattern.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
-  path_ = pattern;
-}
-
-TempDir::~TempDir() {
-  std::error_code ec;
-  std::filesystem::remove_all(path_, ec);
-}
-
-void write_file(const std::string& path, const Bytes& bytes) {
-  std::filesystem::create_directories(std::filesystem::path(path).parent_path());
-  std::ofstream out(path, std::ios::binary);
-  out.write(reinterpret_cast<const char*>(bytes.data()),
-            static_cast<std::streamsize>(bytes.size()));
-  if (!out) throw std::runtime_error("cannot write " + path);
-}
-
-void write_text(const std::string& path, const std::string& text) {
-  write_file(path, Bytes(text.begin(), text.end()));
-}
 
 void write_gz(const std::string& path, const Bytes& bytes) {
   gzFile f = gzopen(path.c_str(), "wb");
@@ -96,7 +73,7 @@ std::string expect_data_error(const std::function<void()>& f,
                               const std::vector<std::string>& parts) {
   try {
     f();
-  } catch (const DataError& e) {
+  } catch (const data::DataError& e) {
     const std::string message = e.what();
     for (const std::string& part : parts) {
       EXPECT_NE(message.find(part), std::string::npos)
@@ -109,4 +86,4 @@ std::string expect_data_error(const std::function<void()>& f,
   return {};
 }
 
-}  // namespace dl::data::test
+}  // namespace dl::test

@@ -1,33 +1,16 @@
-// Helpers shared by the data-layer tests: a temporary directory that cleans up after itself,
-// writers for the binary formats (IDX raw and gzip, CIFAR records), and a check for DataError
-// messages.
+// Helpers shared by the data-layer tests: writers for the binary formats (IDX raw and gzip, CIFAR
+// records) and a check for DataError messages. Directories and files: support/.
 #pragma once
 
 #include <cstdint>
-#include <filesystem>
 #include <functional>
 #include <string>
 #include <vector>
 
-namespace dl::data::test {
+#include "support/files.h"
 
-using Bytes = std::vector<std::uint8_t>;
+namespace dl::test {
 
-class TempDir {
- public:
-  TempDir();
-  ~TempDir();
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  const std::filesystem::path& path() const { return path_; }
-  std::string file(const std::string& name) const { return (path_ / name).string(); }
-
- private:
-  std::filesystem::path path_;
-};
-
-void write_file(const std::string& path, const Bytes& bytes);
-void write_text(const std::string& path, const std::string& text);
 // gzip-compressed with zlib's gzwrite, as the MNIST mirrors ship the files.
 void write_gz(const std::string& path, const Bytes& bytes);
 
@@ -47,4 +30,4 @@ std::uint8_t cifar_pixel(std::uint32_t record, std::uint32_t k);
 std::string expect_data_error(const std::function<void()>& f,
                               const std::vector<std::string>& parts);
 
-}  // namespace dl::data::test
+}  // namespace dl::test

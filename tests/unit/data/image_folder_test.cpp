@@ -8,17 +8,18 @@
 
 #include "data/data_error.h"
 #include "data/loader.h"
-#include "fixtures.h"
+#include "support/temp_dir.h"
+#include "unit/data/fixtures.h"
 
 #if DL_HAVE_OPENCV
 #include <opencv2/core.hpp>
 #include <opencv2/imgcodecs.hpp>
 #endif
 
-namespace dl::data {
+namespace dl::test {
 namespace {
 
-using test::TempDir;
+using namespace dl::data;
 
 #if DL_HAVE_OPENCV
 
@@ -34,14 +35,14 @@ void make_folder(const std::filesystem::path& root) {
   write_image((root / "cat" / "a_red.png").string(), 20, 30, {0, 0, 255}, CV_8UC3);
   write_image((root / "cat" / "b_blue.jpg").string(), 40, 20, {255, 0, 0}, CV_8UC3);
   std::mt19937 rng(7);
-  test::Bytes junk(500);
+  Bytes junk(500);
   for (auto& b : junk) b = static_cast<std::uint8_t>(rng());
-  test::write_file((root / "cat" / "c_corrupt.jpg").string(), junk);
-  test::write_text((root / "cat" / "notes.txt").string(), "not an image");
+  write_bytes((root / "cat" / "c_corrupt.jpg").string(), junk);
+  write_file((root / "cat" / "notes.txt").string(), "not an image");
   write_image((root / "dog" / "grey.png").string(), 16, 16, {128}, CV_8UC1);
   write_image((root / "dog" / "sub" / "green.PNG").string(), 16, 16, {0, 255, 0, 10}, CV_8UC4);
   std::filesystem::create_directories(root / ".ipynb_checkpoints");
-  test::write_text((root / "README").string(), "a file, not a class");
+  write_file((root / "README").string(), "a file, not a class");
 }
 
 Transform eval_transform(int side) {
@@ -54,8 +55,8 @@ Transform eval_transform(int side) {
 TEST(ImageFolder, FindsClassesAndImagesInOrder) {
   TempDir dir;
   make_folder(dir.path());
-  EXPECT_EQ(image_folder_classes(dir.path().string()), (std::vector<std::string>{"cat", "dog"}));
-  const auto source = open_image_folder(dir.path().string());
+  EXPECT_EQ(image_folder_classes(dir.path()), (std::vector<std::string>{"cat", "dog"}));
+  const auto source = open_image_folder(dir.path());
   ASSERT_EQ(source->size(), 5);
   EXPECT_EQ(source->num_classes(), 2);
   EXPECT_EQ(source->native_shape().channels, 3);
@@ -67,7 +68,7 @@ TEST(ImageFolder, FindsClassesAndImagesInOrder) {
 TEST(ImageFolder, DecodesToRgbChw) {
   TempDir dir;
   make_folder(dir.path());
-  const auto source = open_image_folder(dir.path().string());
+  const auto source = open_image_folder(dir.path());
   const Transform t = eval_transform(8);
   const std::size_t plane = 64;
   std::vector<std::uint8_t> out(t.out.bytes());
@@ -94,7 +95,7 @@ TEST(ImageFolder, DecodesToRgbChw) {
 TEST(ImageFolder, CorruptFileFailsToLoadAndIsSkipped) {
   TempDir dir;
   make_folder(dir.path());
-  const auto source = open_image_folder(dir.path().string());
+  const auto source = open_image_folder(dir.path());
   const Transform t = eval_transform(8);
   std::vector<std::uint8_t> out(t.out.bytes());
   std::mt19937 rng(1);
@@ -124,8 +125,8 @@ TEST(ImageFolder, CorruptFileFailsToLoadAndIsSkipped) {
 TEST(ImageFolder, MissingFileAfterOpenFailsToLoad) {
   TempDir dir;
   make_folder(dir.path());
-  const auto source = open_image_folder(dir.path().string());
-  std::filesystem::remove(dir.path() / "cat" / "a_red.png");
+  const auto source = open_image_folder(dir.path());
+  std::filesystem::remove(dir.fs_path() / "cat" / "a_red.png");
   const Transform t = eval_transform(8);
   std::vector<std::uint8_t> out(t.out.bytes());
   std::mt19937 rng(1);
@@ -135,35 +136,33 @@ TEST(ImageFolder, MissingFileAfterOpenFailsToLoad) {
 TEST(ImageFolder, EmptyClassFolderIsNamed) {
   TempDir dir;
   make_folder(dir.path());
-  std::filesystem::create_directories(dir.path() / "empty_class");
-  test::write_text((dir.path() / "empty_class" / "x.txt").string(), "no images here");
-  test::expect_data_error([&] { open_image_folder(dir.path().string()); },
-                          {(dir.path() / "empty_class").string(), "without images"});
+  std::filesystem::create_directories(dir.fs_path() / "empty_class");
+  write_file((dir.fs_path() / "empty_class" / "x.txt").string(), "no images here");
+  expect_data_error([&] { open_image_folder(dir.path()); },
+                    {(dir.fs_path() / "empty_class").string(), "without images"});
 }
 
 #else
 
 TEST(ImageFolder, WithoutOpenCvOpeningSaysSo) {
   TempDir dir;
-  test::write_text((dir.path() / "cat" / "a.jpg").string(), "x");
-  test::expect_data_error([&] { open_image_folder(dir.path().string()); },
-                          {dir.path().string(), "needs OpenCV"});
+  write_file((dir.fs_path() / "cat" / "a.jpg").string(), "x");
+  expect_data_error([&] { open_image_folder(dir.path()); }, {dir.path(), "needs OpenCV"});
 }
 
 #endif  // DL_HAVE_OPENCV
 
 TEST(ImageFolder, MissingRoot) {
   TempDir dir;
-  test::expect_data_error([&] { open_image_folder(dir.file("nope")); },
-                          {dir.file("nope"), "no such directory"});
+  expect_data_error([&] { open_image_folder(dir.file("nope")); },
+                    {dir.file("nope"), "no such directory"});
 }
 
 TEST(ImageFolder, RootWithoutClassFolders) {
   TempDir dir;
-  test::write_text(dir.file("a.jpg"), "x");
-  test::expect_data_error([&] { open_image_folder(dir.path().string()); },
-                          {dir.path().string(), "no class folders"});
+  write_file(dir.file("a.jpg"), "x");
+  expect_data_error([&] { open_image_folder(dir.path()); }, {dir.path(), "no class folders"});
 }
 
 }  // namespace
-}  // namespace dl::data
+}  // namespace dl::test

@@ -12,7 +12,8 @@
 #include "data/file_list_source.h"
 #include "data/planes.h"
 #include "data/transform.h"
-#include "fixtures.h"
+#include "support/temp_dir.h"
+#include "unit/data/fixtures.h"
 
 #if DL_HAVE_OPENCV
 #include <opencv2/core.hpp>
@@ -20,8 +21,10 @@
 #include <opencv2/imgproc.hpp>
 #endif
 
-namespace dl::data {
+namespace dl::test {
 namespace {
+
+using namespace dl::data;
 
 TEST(Planes, FastSplitMatchesThePlainLoop) {
   std::mt19937 rng(3);
@@ -142,9 +145,9 @@ TEST(JpegRegion, RefusesWhatIsNotAJpeg) {
 // The loader's view: the same training crops (same random stream) as decoding the whole file with
 // OpenCV and cropping, byte for byte; and the evaluation transform too.
 TEST(JpegRegion, ImageFolderCropsEqualFullDecodeCrops) {
-  test::TempDir dir;
+  TempDir dir;
   const auto bytes = noisy_jpeg(256, 256, false);
-  test::write_file(dir.file("a.jpg"), bytes);
+  write_bytes(dir.file("a.jpg"), bytes);
   const cv::Mat full = full_decode(bytes, false);
   const auto source = make_file_list_source({{dir.file("a.jpg"), 0}}, dir.path(), "ImageFolder");
   for (bool train : {true, false}) {
@@ -165,4 +168,4 @@ TEST(JpegRegion, ImageFolderCropsEqualFullDecodeCrops) {
 #endif
 
 }  // namespace
-}  // namespace dl::data
+}  // namespace dl::test

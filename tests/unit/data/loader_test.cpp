@@ -12,12 +12,12 @@
 #include <vector>
 
 #include "data/memory_source.h"
-#include "fake_source.h"
+#include "unit/data/fake_source.h"
 
-namespace dl::data {
+namespace dl::test {
 namespace {
 
-using test::FakeSource;
+using namespace dl::data;
 
 LoaderConfig config_for(int batch_size, int workers, bool shuffle = true) {
   LoaderConfig c;
@@ -257,4 +257,4 @@ TEST(Loader, RejectsBadConfigurationsAndEarlyNext) {
 }
 
 }  // namespace
-}  // namespace dl::data
+}  // namespace dl::test

@@ -12,8 +12,10 @@
 #include "data/memory_source.h"
 #include "data/resize.h"
 
-namespace dl::data {
+namespace dl::test {
 namespace {
+
+using namespace dl::data;
 
 using Bytes = std::vector<std::uint8_t>;
 
@@ -189,4 +191,4 @@ TEST(Resize, FallbackIsCloseToTheBuildsResize) {
 }
 
 }  // namespace
-}  // namespace dl::data
+}  // namespace dl::test

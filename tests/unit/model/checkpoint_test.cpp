@@ -4,7 +4,8 @@
 #include "model/adamw_state.h"
 #include "model/model.h"
 
-#include "test_support.h"
+#include "support/files.h"
+#include "support/temp_dir.h"
 
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
@@ -18,10 +19,10 @@
 #include <string>
 #include <vector>
 
-namespace dl::model {
+namespace dl::test {
 namespace {
 
-using test::TempDir;
+using namespace dl::model;
 
 struct Batch {
   at::Tensor input;
@@ -222,7 +223,7 @@ TEST(Checkpoint, MissingFileIsOneClearLine) {
 
 TEST(Checkpoint, CorruptFileIsOneClearLine) {
   TempDir dir;
-  test::write_text(dir.file("last.pt"), "this is not a checkpoint\n");
+  write_file(dir.file("last.pt"), "this is not a checkpoint\n");
   const auto message = error_of(dir.file("last.pt"));
   EXPECT_EQ(message.rfind("checkpoint " + dir.file("last.pt") + ": not a readable checkpoint (", 0),
             0u)
@@ -270,4 +271,4 @@ TEST(Checkpoint, WrongLayoutNamesTheEntry) {
 }
 
 }  // namespace
-}  // namespace dl::model
+}  // namespace dl::test

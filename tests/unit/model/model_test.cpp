@@ -4,6 +4,7 @@
 
 #include <ATen/ATen.h>
 #include <ATen/core/grad_mode.h>
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -12,8 +13,10 @@
 #include <string>
 #include <vector>
 
-namespace dl::model {
+namespace dl::test {
 namespace {
+
+using namespace dl::model;
 
 using Shape = std::vector<int64_t>;
 
@@ -36,10 +39,6 @@ std::vector<std::string> names(Model& model) {
   std::vector<std::string> result;
   for (const auto& entry : model.state()) result.push_back(entry.first);
   return result;
-}
-
-bool contains(const std::vector<std::string>& list, const std::string& item) {
-  return std::find(list.begin(), list.end(), item) != list.end();
 }
 
 at::Tensor entry(Model& model, const std::string& name) {
@@ -109,15 +108,15 @@ TEST(ResNet, HasTorchvisionNamesInStateDictOrder) {
             (std::vector<std::string>{"conv1.weight", "bn1.weight", "bn1.bias", "bn1.running_mean",
                                       "bn1.running_var", "bn1.num_batches_tracked",
                                       "layer1.0.conv1.weight", "layer1.0.bn1.weight"}));
-  EXPECT_TRUE(contains(list, "layer2.0.downsample.0.weight"));
-  EXPECT_TRUE(contains(list, "layer2.0.downsample.1.running_var"));
-  EXPECT_FALSE(contains(list, "layer1.0.downsample.0.weight"));
+  EXPECT_THAT(list, ::testing::Contains("layer2.0.downsample.0.weight"));
+  EXPECT_THAT(list, ::testing::Contains("layer2.0.downsample.1.running_var"));
+  EXPECT_THAT(list, ::testing::Not(::testing::Contains("layer1.0.downsample.0.weight")));
   EXPECT_EQ(list.back(), "fc.bias");
 
   auto resnet50 = make_model({"resnet50", 3, 10, 224});
   const auto list50 = names(*resnet50);
-  EXPECT_TRUE(contains(list50, "layer1.0.downsample.0.weight"));  // 64 -> 256 channels
-  EXPECT_TRUE(contains(list50, "layer4.2.bn3.weight"));
+  EXPECT_THAT(list50, ::testing::Contains("layer1.0.downsample.0.weight"));  // 64 -> 256 channels
+  EXPECT_THAT(list50, ::testing::Contains("layer4.2.bn3.weight"));
 }
 
 TEST(ResNet, ConvolutionsUseHeInitialisation) {
@@ -202,4 +201,4 @@ TEST(MakeModel, ModelsMoveBetweenTrainingAndEvaluation) {
 }
 
 }  // namespace
-}  // namespace dl::model
+}  // namespace dl::test

@@ -6,7 +6,9 @@
 #include "model/checkpoint.h"
 #include "model/model.h"
 
-#include "test_support.h"
+#include "support/files.h"
+#include "support/python.h"
+#include "support/temp_dir.h"
 
 #include <ATen/ATen.h>
 #include <ATen/core/grad_mode.h>
@@ -14,10 +16,10 @@
 
 #include <string>
 
-namespace dl::model {
+namespace dl::test {
 namespace {
 
-using test::TempDir;
+using namespace dl::model;
 
 // The tutorial's CNN as Python writes it, and the check of the probe logits stored in "extra".
 constexpr const char* kPythonCommon = R"(
@@ -179,14 +181,12 @@ void add_probe(Model& model, const at::Tensor& example, CheckpointData& data) {
 
 std::string script_file(const TempDir& dir, const std::string& name, const char* body) {
   const auto path = dir.file(name);
-  test::write_text(path, std::string(kPythonCommon) + body);
+  write_file(path, std::string(kPythonCommon) + body);
   return path;
 }
 
 TEST(PythonInterop, CheckpointLoadsIntoTorchvisionAndPythonModules) {
-  if (!test::python_has("torch, torchvision")) {
-    GTEST_SKIP() << DL_TEST_PYTHON << " cannot import torch and torchvision";
-  }
+  if (!kPythonHasTorchvision) GTEST_SKIP() << kNoTorchvision;
   TempDir dir;
   auto cnn = make_model({"cnn", 1, 10, 28});
   torch::optim::AdamW optimizer(cnn->parameters(), adamw_options());
@@ -210,18 +210,18 @@ TEST(PythonInterop, CheckpointLoadsIntoTorchvisionAndPythonModules) {
   add_probe(*resnet, at::full({1, 3, 224, 224}, 0.5), resnet_data);
   save_checkpoint(dir.file("resnet18.pt"), resnet_data);
 
-  const auto run = test::run_python(script_file(dir, "check.py", kCheckCheckpoints),
-                                    dir.file("cnn.pt") + " " + dir.file("resnet18.pt"));
-  EXPECT_EQ(run.exit_code, 0) << run.output;
-  EXPECT_NE(run.output.find("OK"), std::string::npos) << run.output;
+  const Result check = run_python(script_file(dir, "check.py", kCheckCheckpoints),
+                                  {dir.file("cnn.pt"), dir.file("resnet18.pt")});
+  EXPECT_EQ(check.code, 0) << show(check);
+  EXPECT_NE(check.out.find("OK"), std::string::npos) << show(check);
 }
 
 TEST(PythonInterop, ScriptedModelTrainsHereAndGoesBack) {
-  if (!test::python_has("torch")) GTEST_SKIP() << DL_TEST_PYTHON << " cannot import torch";
+  if (!kPythonHasTorch) GTEST_SKIP() << kNoTorch;
   TempDir dir;
   const auto script = script_file(dir, "scripted.py", kScriptedModel);
-  const auto exported = test::run_python(script, "export " + dir.file("scripted.pt"));
-  ASSERT_EQ(exported.exit_code, 0) << exported.output;
+  const Result exported = run_python(script, {"export", dir.file("scripted.pt")});
+  ASSERT_EQ(exported.code, 0) << show(exported);
 
   auto model = make_model({dir.file("scripted.pt"), 1, 10, 28});
   torch::optim::AdamW optimizer(model->parameters(), adamw_options());
@@ -237,20 +237,19 @@ TEST(PythonInterop, ScriptedModelTrainsHereAndGoesBack) {
   add_probe(*model, at::ones({1, 1, 28, 28}), data);
   save_checkpoint(dir.file("last.pt"), data);
 
-  const auto checked =
-      test::run_python(script, "check " + dir.file("last.pt") + " " + std::to_string(steps));
-  EXPECT_EQ(checked.exit_code, 0) << checked.output;
-  EXPECT_NE(checked.output.find("OK"), std::string::npos) << checked.output;
+  const Result checked = run_python(script, {"check", dir.file("last.pt"), std::to_string(steps)});
+  EXPECT_EQ(checked.code, 0) << show(checked);
+  EXPECT_NE(checked.out.find("OK"), std::string::npos) << show(checked);
 }
 
 // Python's torch.save is readable here when it holds plain dicts; a usual Python training
 // checkpoint (an OrderedDict state_dict, a one-group param_groups list) is refused clearly.
 TEST(PythonInterop, PythonCheckpointsReadHereWhenPlain) {
-  if (!test::python_has("torch")) GTEST_SKIP() << DL_TEST_PYTHON << " cannot import torch";
+  if (!kPythonHasTorch) GTEST_SKIP() << kNoTorch;
   TempDir dir;
-  const auto saved = test::run_python(script_file(dir, "save.py", kSaveFromPython),
-                                      dir.file("plain.pt") + " " + dir.file("usual.pt"));
-  ASSERT_EQ(saved.exit_code, 0) << saved.output;
+  const Result saved = run_python(script_file(dir, "save.py", kSaveFromPython),
+                                  {dir.file("plain.pt"), dir.file("usual.pt")});
+  ASSERT_EQ(saved.code, 0) << show(saved);
 
   const auto plain = load_checkpoint(dir.file("plain.pt"));
   EXPECT_EQ(plain.epoch, 5);
@@ -270,4 +269,4 @@ TEST(PythonInterop, PythonCheckpointsReadHereWhenPlain) {
 }
 
 }  // namespace
-}  // namespace dl::model
+}  // namespace dl::test

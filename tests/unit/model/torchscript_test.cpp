@@ -3,7 +3,8 @@
 #include "model/checkpoint.h"
 #include "model/model.h"
 
-#include "test_support.h"
+#include "support/files.h"
+#include "support/temp_dir.h"
 
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
@@ -14,10 +15,10 @@
 #include <string>
 #include <vector>
 
-namespace dl::model {
+namespace dl::test {
 namespace {
 
-using test::TempDir;
+using namespace dl::model;
 
 // A linear layer in a wrapper with a buffer: names "scale", "fc.weight", "fc.bias".
 std::string save_scripted_model(const TempDir& dir) {
@@ -105,7 +106,7 @@ TEST(TorchScript, CheckpointIsNotAModel) {
 
 TEST(TorchScript, GarbageIsNotAModel) {
   TempDir dir;
-  test::write_text(dir.file("junk.pt"), "junk");
+  write_file(dir.file("junk.pt"), "junk");
   const auto message = invalid_argument_of(dir.file("junk.pt"));
   EXPECT_EQ(message.rfind("model '" + dir.file("junk.pt") + "': not a TorchScript archive (", 0),
             0u)
@@ -114,4 +115,4 @@ TEST(TorchScript, GarbageIsNotAModel) {
 }
 
 }  // namespace
-}  // namespace dl::model
+}  // namespace dl::test

@@ -16,8 +16,10 @@
 #include "train/train_step.h"
 #include "unit/train/train_test_support.h"
 
-namespace dl::train {
+namespace dl::test {
 namespace {
+
+using namespace dl::train;
 
 TEST(Autocast, GuardEnablesTheDeviceTypeAndRestoresTheStateNested) {
   const AutocastState outside = autocast_state(c10::DeviceType::CPU);
@@ -79,12 +81,12 @@ TEST(Precision, Fp16OnTheCpuExits64NamingTheSource) {
 
 // Losses of `steps` AdamW steps of the CNN (same initial weights, same batch) in `precision`.
 std::vector<double> losses(Precision precision, int steps) {
-  auto net = test::make_cnn();
+  auto net = make_cnn();
   auto params = net->parameters();
   torch::optim::AdamW adamw(params, torch::optim::AdamWOptions(1e-3));
   GradScaler scaler(ScalerOptions{}, torch::kCPU);
   StepRunner runner(*net, adamw, params, scaler, precision, torch::kCPU, 1.0);
-  const auto [images, labels] = test::make_batch(64);
+  const auto [images, labels] = make_batch(64);
   std::vector<double> out;
   for (int i = 0; i < steps; ++i) {
     const StepResult r = runner.train(images, labels);
@@ -107,4 +109,4 @@ TEST(Precision, Bf16TrainingStepsTrackFp32WithinHalfAPercent) {
 }
 
 }  // namespace
-}  // namespace dl::train
+}  // namespace dl::test

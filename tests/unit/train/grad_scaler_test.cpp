@@ -18,14 +18,16 @@
 #include <string>
 #include <vector>
 
-#include "integration/process.h"
 #include "model/adamw_state.h"
 #include "model/checkpoint.h"
+#include "support/temp_dir.h"
 #include "train/grad_scaler.h"
 #include "unit/train/train_test_support.h"
 
-namespace dl::train {
+namespace dl::test {
 namespace {
+
+using namespace dl::train;
 
 const float kInf = std::numeric_limits<float>::infinity();
 const float kNaN = std::numeric_limits<float>::quiet_NaN();
@@ -172,10 +174,10 @@ TEST(GradScaler, SkippedStepLeavesWeightsAndOptimizerStateUntouched) {
 // exact), so gradient clipping after unscale sees the true norm.
 TEST(GradScaler, GradientsAfterUnscaleEqualTheFp32OnesSoClippingSeesTheTrueNorm) {
   torch::set_num_threads(1);  // one summation order for both backward passes
-  auto net = test::make_cnn();
+  auto net = make_cnn();
   auto params = net->parameters();
   torch::optim::SGD sgd(params, 0.1);
-  const auto [images, labels] = test::make_batch(16);
+  const auto [images, labels] = make_batch(16);
 
   sgd.zero_grad();
   torch::nn::functional::cross_entropy(net->forward(images), labels).backward();
@@ -192,7 +194,7 @@ TEST(GradScaler, GradientsAfterUnscaleEqualTheFp32OnesSoClippingSeesTheTrueNorm)
   std::vector<at::Tensor> unscaled;
   for (const auto& p : params) unscaled.push_back(p.grad().clone());
 
-  EXPECT_LE(test::max_abs_diff(unscaled, fp32), 1e-9);
+  EXPECT_LE(max_abs_diff(unscaled, fp32), 1e-9);
   // Before unscaling the norm is 65536 times too large: clipping there would clip everything.
   EXPECT_NEAR(torch::nn::utils::clip_grad_norm_(params, 1e9), fp32_norm, 1e-6 * fp32_norm);
   double scaled_sq = 0;
@@ -216,7 +218,7 @@ TEST(GradScaler, StateRoundTripsThroughACheckpointUnderPythonsNames) {
   };
   for (float g : {1.0f, kInf, 1.0f, 1.0f, 1.0f}) iterate(scaler, g);  // scale 16384, tracker 3
 
-  dltest::TempDir dir;
+  TempDir dir;
   model::CheckpointData c;
   c.model_state = {{"w", w.detach()}};
   c.scaler = scaler.state();
@@ -257,4 +259,4 @@ TEST(GradScaler, StateRoundTripsThroughACheckpointUnderPythonsNames) {
 }
 
 }  // namespace
-}  // namespace dl::train
+}  // namespace dl::test

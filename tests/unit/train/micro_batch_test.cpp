@@ -20,8 +20,10 @@
 #include "train/train_step.h"
 #include "unit/train/train_test_support.h"
 
-namespace dl::train {
+namespace dl::test {
 namespace {
+
+using namespace dl::train;
 
 using Pieces = std::vector<std::pair<std::int64_t, std::int64_t>>;
 
@@ -89,43 +91,43 @@ Trained one_step(model::Model& net, MicroBatching micro) {
   torch::optim::AdamW adamw(params, torch::optim::AdamWOptions(1e-3));
   GradScaler scaler(ScalerOptions{}, torch::kCPU);
   StepRunner runner(net, adamw, params, scaler, Precision::kFp32, torch::kCPU, 1.0, micro);
-  const auto [images, labels] = test::make_batch(64);
+  const auto [images, labels] = make_batch(64);
   const StepResult r = runner.train(images, labels);
   Trained t;
-  t.weights = test::clones(params);
+  t.weights = clones(params);
   for (const auto& p : params) t.grads.push_back(p.grad().clone());
   t.loss = r.totals.loss_sum.item<double>() / 64.0;
   return t;
 }
 
 TEST(GradientAccumulation, TwoHalfBatchesGiveTheWeightsOfTheFullBatch) {
-  auto a = test::make_cnn();
-  auto b = test::make_cnn();
+  auto a = make_cnn();
+  auto b = make_cnn();
   const Trained full = one_step(*a, MicroBatching());
   const Trained halves = one_step(*b, MicroBatching(32));
-  EXPECT_LE(test::max_abs_diff(halves.grads, full.grads), 1e-6);
-  EXPECT_LE(test::max_abs_diff(halves.weights, full.weights), 1e-5);
+  EXPECT_LE(max_abs_diff(halves.grads, full.grads), 1e-6);
+  EXPECT_LE(max_abs_diff(halves.weights, full.weights), 1e-5);
   EXPECT_NEAR(halves.loss, full.loss, 1e-6);
 }
 
 TEST(OutOfMemoryRecovery, StepIsRetriedInSmallerPiecesWithTheFullBatchResult) {
-  auto reference = test::make_cnn();
+  auto reference = make_cnn();
   const Trained full = one_step(*reference, MicroBatching());
 
   // Forwards above 16 samples fail: 64 -> 32 -> 16, two failures, then 4 pieces that fit.
-  test::OomAboveModel limited(test::make_cnn(), 16);
+  OomAboveModel limited(make_cnn(), 16);
   auto params = limited.parameters();
   torch::optim::AdamW adamw(params, torch::optim::AdamWOptions(1e-3));
   GradScaler scaler(ScalerOptions{}, torch::kCPU);
   StepRunner runner(limited, adamw, params, scaler, Precision::kFp32, torch::kCPU, 1.0);
-  const auto [images, labels] = test::make_batch(64);
+  const auto [images, labels] = make_batch(64);
   testing::internal::CaptureStdout();
   const StepResult r = runner.train(images, labels);
   const std::string log = testing::internal::GetCapturedStdout();
   EXPECT_TRUE(r.stepped);
   EXPECT_EQ(limited.thrown(), 2);
   EXPECT_EQ(runner.micro().limit(), 16);
-  EXPECT_LE(test::max_abs_diff(test::clones(params), full.weights), 1e-5);
+  EXPECT_LE(max_abs_diff(clones(params), full.weights), 1e-5);
   EXPECT_NEAR(r.totals.loss_sum.item<double>() / 64.0, full.loss, 1e-6);
 
   // Later batches go straight to the pieces that fit: no new failure.
@@ -147,12 +149,12 @@ TEST(OutOfMemoryRecovery, StepIsRetriedInSmallerPiecesWithTheFullBatchResult) {
 }
 
 TEST(OutOfMemoryRecovery, SingleSamplesThatDoNotFitEndWithExit69) {
-  test::OomAboveModel never(test::make_cnn(), 0);
+  OomAboveModel never(make_cnn(), 0);
   auto params = never.parameters();
   torch::optim::AdamW adamw(params, torch::optim::AdamWOptions(1e-3));
   GradScaler scaler(ScalerOptions{}, torch::kCPU);
   StepRunner runner(never, adamw, params, scaler, Precision::kFp32, torch::kCPU, 1.0);
-  const auto [images, labels] = test::make_batch(8);
+  const auto [images, labels] = make_batch(8);
   try {
     runner.train(images, labels);
     FAIL() << "a step that never fits returned";
@@ -166,7 +168,7 @@ TEST(OutOfMemoryRecovery, SingleSamplesThatDoNotFitEndWithExit69) {
 
 // Errors that are not about memory are not retried.
 TEST(OutOfMemoryRecovery, OtherErrorsPassThrough) {
-  auto net = test::make_cnn();
+  auto net = make_cnn();
   auto params = net->parameters();
   torch::optim::AdamW adamw(params, torch::optim::AdamWOptions(1e-3));
   GradScaler scaler(ScalerOptions{}, torch::kCPU);
@@ -177,4 +179,4 @@ TEST(OutOfMemoryRecovery, OtherErrorsPassThrough) {
 }
 
 }  // namespace
-}  // namespace dl::train
+}  // namespace dl::test

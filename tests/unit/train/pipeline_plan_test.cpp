@@ -5,8 +5,10 @@
 
 #include <gtest/gtest.h>
 
-namespace dl::train {
+namespace dl::test {
 namespace {
+
+using namespace dl::train;
 
 PipelineCosts costs(int cores, double load_ms, std::map<int, double> step_ms) {
   PipelineCosts c;
@@ -106,4 +108,4 @@ TEST(PipelinePlan, DescribesTheMeasurement) {
 }
 
 }  // namespace
-}  // namespace dl::train
+}  // namespace dl::test

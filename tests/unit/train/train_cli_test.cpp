@@ -10,11 +10,13 @@
 #include <string>
 #include <vector>
 
-#include "integration/process.h"
-#include "integration/trainer_fixtures.h"
 #include "model/checkpoint.h"
+#include "support/data_sets.h"
+#include "support/matchers.h"
+#include "support/process.h"
+#include "support/temp_dir.h"
 
-namespace dltest {
+namespace dl::test {
 namespace {
 
 const std::string kTrain = DL_TRAIN_BIN;
@@ -98,4 +100,4 @@ TEST_F(TrainCli, BadLossScaleSettingsExit64NamingThem) {
 }
 
 }  // namespace
-}  // namespace dltest
+}  // namespace dl::test

@@ -8,7 +8,7 @@
 #include <algorithm>
 #include <string>
 
-namespace dl::train::test {
+namespace dl::test {
 
 std::unique_ptr<model::Model> make_cnn(std::uint64_t seed) {
   torch::manual_seed(seed);
@@ -47,4 +47,4 @@ at::Tensor OomAboveModel::forward(const at::Tensor& input) {
   return inner_->forward(input);
 }
 
-}  // namespace dl::train::test
+}  // namespace dl::test

@@ -12,7 +12,7 @@
 
 #include "model/model.h"
 
-namespace dl::train::test {
+namespace dl::test {
 
 // The tutorial's CNN (1x28x28 in, 10 classes) with weights drawn from `seed`: two calls with the
 // same seed give equal models.
@@ -48,4 +48,4 @@ class OomAboveModel : public model::Model {
   int thrown_ = 0;
 };
 
-}  // namespace dl::train::test
+}  // namespace dl::test

@@ -6,7 +6,7 @@
 
 #include "launcher/launch.h"
 
-namespace dl {
+namespace dl::test {
 namespace {
 
 Launch sample_launch() {
@@ -86,4 +86,4 @@ TEST(LaunchEnv, SchedulerAndUserSettingsAreKept) {
 }
 
 }  // namespace
-}  // namespace dl
+}  // namespace dl::test

@@ -3,7 +3,7 @@
 
 #include <gtest/gtest.h>
 
-namespace dl {
+namespace dl::test {
 namespace {
 
 TEST(Text, SplitKeepsEmptyFieldsButNoTrailingOne) {
@@ -39,4 +39,4 @@ TEST(Text, FormatBytes) {
 }
 
 }  // namespace
-}  // namespace dl
+}  // namespace dl::test

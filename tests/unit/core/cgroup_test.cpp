@@ -4,12 +4,10 @@
 
 #include <gtest/gtest.h>
 
-#include "fake_host.h"
+#include "support/fake_host.h"
 
-namespace dl {
+namespace dl::test {
 namespace {
-
-using testing::FakeHost;
 
 TEST(CgroupV2, QuotaAndMemoryLimitOfTheContainer) {
   FakeHost host;
@@ -144,4 +142,4 @@ TEST(CgroupMounts, ParsesControllersAndOctalEscapes) {
 }
 
 }  // namespace
-}  // namespace dl
+}  // namespace dl::test

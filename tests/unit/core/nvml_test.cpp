@@ -5,7 +5,7 @@
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
-namespace dl {
+namespace dl::test {
 namespace {
 
 TEST(Nvml, MissingLibraryIsACpuMachineNotAnError) {
@@ -86,4 +86,4 @@ TEST_F(FakeNvml, UtilizationForTheMonitor) {
 }
 
 }  // namespace
-}  // namespace dl
+}  // namespace dl::test

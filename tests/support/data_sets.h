@@ -1,19 +1,15 @@
-// Fixtures of dl-train's end-to-end tests: small data sets written from scratch (IDX files, a
-// subset of Fashion-MNIST, 24-bit BMP images), readers of what a run leaves behind (metrics.csv,
-// plan.json, log lines), running a program in a chosen working directory, and waiting for a piece
-// of a running program's output.
+// Data sets for dl-train's end-to-end tests, written from scratch (IDX files, a subset of
+// Fashion-MNIST, 24-bit BMP images), and readers of what a run leaves behind (metrics.csv,
+// plan.json, log lines).
 #pragma once
 
-#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <optional>
 #include <string>
 #include <vector>
 
-#include "integration/process.h"
-
-namespace dltest {
+namespace dl::test {
 
 // Why a test that needs Debian's Fashion-MNIST is skipped.
 inline const char* const kNoFashion =
@@ -25,11 +21,6 @@ inline const char* const kNoFashion =
 inline const std::vector<std::string> kSchedulerVars = {
     "RANK",        "LOCAL_RANK",  "WORLD_SIZE",      "LOCAL_WORLD_SIZE",
     "MASTER_ADDR", "MASTER_PORT", "OMP_NUM_THREADS", "MKL_NUM_THREADS"};
-
-bool contains(const std::string& haystack, const std::string& needle);
-
-// What a failed assertion shows about a run: its exit code, stdout and stderr.
-std::string show(const Result& r);
 
 // Debian's Fashion-MNIST (dataset-fashion-mnist); "" when its four files are not all there.
 std::string fashion_mnist_dir();
@@ -74,16 +65,4 @@ std::optional<long> plan_value(const std::string& plan_json, const std::string& 
 // Lines of dl-train's log (pattern "[HH:MM:SS] level message") at `level`: "error", "warning", ...
 std::vector<std::string> log_lines(const std::string& output, const std::string& level);
 
-// argv that runs `argv` with `dir` as its working directory. The shell execs the program, so the
-// pid is the program's own and signals reach it directly.
-std::vector<std::string> in_directory(const std::string& dir, const std::vector<std::string>& argv);
-
-// Reads the process's stdout until it contains `needle`; false when the output ends or the time
-// is up first.
-bool wait_for_output(Process& process, const std::string& needle,
-                     std::chrono::milliseconds timeout);
-
-// Whether `python` exists and imports torch (checked once per interpreter path).
-bool python_has_torch(const std::string& python);
-
-}  // namespace dltest
+}  // namespace dl::test

@@ -10,7 +10,7 @@
 #include <map>
 #include <random>
 
-namespace dl {
+namespace dl::test {
 namespace {
 
 constexpr std::uint64_t MiB = 1ull << 20;
@@ -231,4 +231,4 @@ TEST(BatchSearch, AFallingSecantDoesNotJumpToTheDataSetSize) {
 }
 
 }  // namespace
-}  // namespace dl
+}  // namespace dl::test

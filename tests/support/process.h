@@ -1,6 +1,5 @@
-// Helpers for the integration tests: run a program with a controlled environment and collect its
-// exit status and output, start one and talk to it through its stdout while it runs, and make and
-// read scratch files and directories.
+// Running a real process in a test: run a program with a controlled environment and a deadline
+// and collect its exit status and output, or start one and talk to it through its stdout.
 //
 // Plain fork/exec/pipe rather than Boost.Process: the tests need exact control over the child's
 // signal mask and dispositions, its environment and the exit status (exit code versus signal),
@@ -14,7 +13,7 @@
 #include <utility>
 #include <vector>
 
-namespace dltest {
+namespace dl::test {
 
 using EnvVars = std::vector<std::pair<std::string, std::string>>;
 
@@ -37,8 +36,9 @@ class Process {
  public:
   // argv[0] is looked up in PATH when it has no '/'. Throws std::runtime_error when the process
   // cannot be started (a program that is not found runs and exits 127, as from a shell).
+  // `cwd`: the working directory it starts in ("" keeps this process's).
   Process(const std::vector<std::string>& argv, const EnvVars& extra_env = {},
-          const std::vector<std::string>& unset_env = {});
+          const std::vector<std::string>& unset_env = {}, const std::string& cwd = {});
   ~Process();  // kills and reaps the process if it is still running
   Process(const Process&) = delete;
   Process& operator=(const Process&) = delete;
@@ -76,34 +76,21 @@ class Process {
 
 // Runs `argv` to its end (see Process for the environment).
 Result run(const std::vector<std::string>& argv, const EnvVars& extra_env = {},
-           const std::vector<std::string>& unset_env = {});
+           const std::vector<std::string>& unset_env = {}, const std::string& cwd = {});
 
 // Full path of `name` in PATH, or "" when it is not there.
 std::string find_program(const std::string& name);
 
-// A fresh directory under /tmp, removed with everything in it when the object goes.
-class TempDir {
- public:
-  TempDir();
-  ~TempDir();
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
+// What a failed assertion shows about a run: its exit code, stdout and stderr.
+std::string show(const Result& r);
 
-  const std::string& path() const { return path_; }
-  std::string operator/(const std::string& name) const { return path_ + "/" + name; }
+// argv that runs `argv` with `dir` as its working directory. The shell execs the program, so the
+// pid is the program's own and signals reach it directly.
+std::vector<std::string> in_directory(const std::string& dir, const std::vector<std::string>& argv);
 
- private:
-  std::string path_;
-};
+// Reads the process's stdout until it contains `needle`; false when the output ends or the time
+// is up first.
+bool wait_for_output(Process& process, const std::string& needle,
+                     std::chrono::milliseconds timeout);
 
-// The file's contents; "" when it cannot be read.
-std::string read_file(const std::string& path);
-bool file_exists(const std::string& path);
-// Writes `content` to `path` with permission bits `mode`. Throws std::runtime_error on failure.
-void write_file(const std::string& path, const std::string& content, unsigned mode = 0644);
-// Names in the directory, sorted, without "." and "..".
-std::vector<std::string> list_dir(const std::string& path);
-// The canonical absolute path (symbolic links resolved); "" when it does not exist.
-std::string real_path(const std::string& path);
-
-}  // namespace dltest
+}  // namespace dl::test

@@ -12,7 +12,7 @@
 #include <fstream>
 #include <sstream>
 
-namespace dl {
+namespace dl::test {
 namespace {
 
 namespace fs = std::filesystem;
@@ -197,4 +197,4 @@ TEST_F(BatchCacheFiles, DamagedFileIsReplacedOnTheNextStore) {
 }
 
 }  // namespace
-}  // namespace dl
+}  // namespace dl::test

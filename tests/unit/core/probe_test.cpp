@@ -7,12 +7,10 @@
 #include <sched.h>
 
 #include "core/system_host.h"
-#include "fake_host.h"
+#include "support/fake_host.h"
 
-namespace dl {
+namespace dl::test {
 namespace {
-
-using testing::FakeHost;
 
 constexpr const char* kMeminfo =
     "MemTotal:       16318668 kB\n"
@@ -150,4 +148,4 @@ TEST(ProbeSystem, RealMachineAgreesWithTheKernel) {
 }
 
 }  // namespace
-}  // namespace dl
+}  // namespace dl::test

@@ -1,5 +1,7 @@
-// Fixtures of dl-train's end-to-end tests (see trainer_fixtures.h).
-#include "integration/trainer_fixtures.h"
+// Data sets for dl-train's end-to-end tests (see data_sets.h).
+#include "support/data_sets.h"
+
+#include "support/files.h"
 
 #include <zlib.h>
 
@@ -11,18 +13,9 @@
 #include <stdexcept>
 #include <utility>
 
-namespace dltest {
+namespace dl::test {
 
-bool contains(const std::string& haystack, const std::string& needle) {
-  return haystack.find(needle) != std::string::npos;
-}
-
-std::string show(const Result& r) {
-  return "exit " + std::to_string(r.code) + "\n--- stdout\n" + r.out + "--- stderr\n" + r.err;
-}
 namespace {
-
-using Clock = std::chrono::steady_clock;
 
 std::string big_endian(std::uint32_t v) {
   std::string out(4, '\0');
@@ -193,40 +186,4 @@ std::vector<std::string> log_lines(const std::string& output, const std::string&
   return found;
 }
 
-std::vector<std::string> in_directory(const std::string& dir,
-                                      const std::vector<std::string>& argv) {
-  std::vector<std::string> out = {"/bin/sh", "-c", "cd \"$0\" && exec \"$@\"", dir};
-  out.insert(out.end(), argv.begin(), argv.end());
-  return out;
-}
-
-bool wait_for_output(Process& process, const std::string& needle,
-                     std::chrono::milliseconds timeout) {
-  // Process::wait_for_line matches whole lines only. Asked for a line that never comes, it reads
-  // whatever arrives for up to `slice` and returns early only when stdout has closed; out() then
-  // holds everything read, where the needle is looked for. The wait is on the output itself.
-  const std::string never = "\x01 no such line \x01";
-  constexpr std::chrono::milliseconds slice{50};
-  const auto deadline = Clock::now() + timeout;
-  while (process.out().find(needle) == std::string::npos) {
-    const auto now = Clock::now();
-    if (now >= deadline) return false;
-    const auto wait = std::min<std::chrono::milliseconds>(
-        slice, std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now));
-    process.wait_for_line(never, wait);
-    if (process.out().find(needle) != std::string::npos) return true;
-    if (Clock::now() - now < wait) return false;  // returned early: the output has ended
-  }
-  return true;
-}
-
-bool python_has_torch(const std::string& python) {
-  static std::map<std::string, bool> known;
-  auto it = known.find(python);
-  if (it == known.end()) {
-    it = known.emplace(python, run({python, "-c", "import torch"}).code == 0).first;
-  }
-  return it->second;
-}
-
-}  // namespace dltest
+}  // namespace dl::test

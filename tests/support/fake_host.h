@@ -8,7 +8,7 @@
 
 #include "core/host.h"
 
-namespace dl::testing {
+namespace dl::test {
 
 class FakeHost : public Host {
  public:
@@ -53,4 +53,4 @@ class FakeHost : public Host {
   }
 };
 
-}  // namespace dl::testing
+}  // namespace dl::test

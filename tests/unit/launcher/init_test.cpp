@@ -8,7 +8,7 @@
 
 #include "core/errors.h"
 
-namespace dl {
+namespace dl::test {
 namespace {
 
 TEST(InitTemplate, SearchOrderIsInstallThenImageThenSourceTree) {
@@ -43,4 +43,4 @@ TEST(InitTemplate, NoneFoundNamesEveryPlaceAndExits66) {
 }
 
 }  // namespace
-}  // namespace dl
+}  // namespace dl::test

@@ -5,7 +5,7 @@
 
 #include <limits>
 
-namespace dl {
+namespace dl::test {
 namespace {
 
 TEST(JsonWriter, NestedObjectsAndArrays) {
@@ -41,4 +41,4 @@ TEST(JsonWriter, LargeUnsignedValuesKeepEveryDigit) {
 }
 
 }  // namespace
-}  // namespace dl
+}  // namespace dl::test

@@ -7,13 +7,10 @@
 
 #include "core/errors.h"
 #include "launcher/plan.h"
+#include "support/matchers.h"
 
-namespace dl {
+namespace dl::test {
 namespace {
-
-bool contains(const std::string& haystack, const std::string& needle) {
-  return haystack.find(needle) != std::string::npos;
-}
 
 GpuReport driver(const std::string& version, int cuda) {
   GpuReport g;
@@ -108,4 +105,4 @@ TEST(CudaDriver, ThePlanRefusesOrWarnsOnlyForAGpuDevice) {
 }
 
 }  // namespace
-}  // namespace dl
+}  // namespace dl::test

@@ -1,7 +1,6 @@
-// Process and file helpers of the integration tests (see process.h).
-#include "integration/process.h"
+// Running a real process in a test (see process.h).
+#include "support/process.h"
 
-#include <dirent.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -12,17 +11,15 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <climits>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
 #include <set>
 #include <sstream>
 #include <stdexcept>
 
 extern char** environ;
 
-namespace dltest {
+namespace dl::test {
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -63,23 +60,10 @@ int remaining_ms(Clock::time_point deadline) {
   return static_cast<int>(std::max<std::chrono::milliseconds::rep>(0, left.count()));
 }
 
-void remove_tree(const std::string& path) {
-  struct stat st {};
-  if (lstat(path.c_str(), &st) != 0) return;
-  if (S_ISDIR(st.st_mode)) {
-    // A test may have made a directory read-only; entries cannot be removed from it otherwise.
-    chmod(path.c_str(), 0700);
-    for (const auto& name : list_dir(path)) remove_tree(path + "/" + name);
-    rmdir(path.c_str());
-  } else {
-    unlink(path.c_str());
-  }
-}
-
 }  // namespace
 
 Process::Process(const std::vector<std::string>& argv, const EnvVars& extra_env,
-                 const std::vector<std::string>& unset_env) {
+                 const std::vector<std::string>& unset_env, const std::string& cwd) {
   if (argv.empty()) throw std::invalid_argument("Process: empty argv");
   // Everything the child needs is prepared here: between fork and exec only async-signal-safe
   // calls are allowed.
@@ -123,6 +107,12 @@ Process::Process(const std::vector<std::string>& argv, const EnvVars& extra_env,
     dfl.sa_handler = SIG_DFL;
     sigemptyset(&dfl.sa_mask);
     for (int s : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE, SIGCHLD}) sigaction(s, &dfl, nullptr);
+    if (!cwd.empty() && chdir(cwd.c_str()) != 0) {
+      const char msg[] = "dl-test: cannot change to the working directory\n";
+      ssize_t ignored = write(STDERR_FILENO, msg, sizeof msg - 1);
+      (void)ignored;
+      _exit(126);
+    }
     execve(program.c_str(), c_args.data(), c_env.data());
     const int exec_errno = errno;
     const char msg[] = "dl-test: exec failed\n";
@@ -242,8 +232,8 @@ Result Process::wait(std::chrono::milliseconds timeout) {
 }
 
 Result run(const std::vector<std::string>& argv, const EnvVars& extra_env,
-           const std::vector<std::string>& unset_env) {
-  Process process(argv, extra_env, unset_env);
+           const std::vector<std::string>& unset_env, const std::string& cwd) {
+  Process process(argv, extra_env, unset_env, cwd);
   return process.wait();
 }
 
@@ -262,53 +252,35 @@ std::string find_program(const std::string& name) {
   return {};
 }
 
-TempDir::TempDir() {
-  char templ[] = "/tmp/dl-launch-test.XXXXXX";
-  if (mkdtemp(templ) == nullptr) fail("mkdtemp");
-  path_ = templ;
+std::string show(const Result& r) {
+  return "exit " + std::to_string(r.code) + "\n--- stdout\n" + r.out + "--- stderr\n" + r.err;
 }
 
-TempDir::~TempDir() {
-  remove_tree(path_);
+std::vector<std::string> in_directory(const std::string& dir,
+                                      const std::vector<std::string>& argv) {
+  std::vector<std::string> out = {"/bin/sh", "-c", "cd \"$0\" && exec \"$@\"", dir};
+  out.insert(out.end(), argv.begin(), argv.end());
+  return out;
 }
 
-std::string read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream out;
-  out << in.rdbuf();
-  return out.str();
-}
-
-bool file_exists(const std::string& path) {
-  struct stat st {};
-  return stat(path.c_str(), &st) == 0;
-}
-
-void write_file(const std::string& path, const std::string& content, unsigned mode) {
-  {
-    std::ofstream out(path, std::ios::binary | std::ios::trunc);
-    out << content;
-    if (!out) fail("write " + path);
+bool wait_for_output(Process& process, const std::string& needle,
+                     std::chrono::milliseconds timeout) {
+  // Process::wait_for_line matches whole lines only. Asked for a line that never comes, it reads
+  // whatever arrives for up to `slice` and returns early only when stdout has closed; out() then
+  // holds everything read, where the needle is looked for. The wait is on the output itself.
+  const std::string never = "\x01 no such line \x01";
+  constexpr std::chrono::milliseconds slice{50};
+  const auto deadline = Clock::now() + timeout;
+  while (process.out().find(needle) == std::string::npos) {
+    const auto now = Clock::now();
+    if (now >= deadline) return false;
+    const auto wait = std::min<std::chrono::milliseconds>(
+        slice, std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now));
+    process.wait_for_line(never, wait);
+    if (process.out().find(needle) != std::string::npos) return true;
+    if (Clock::now() - now < wait) return false;  // returned early: the output has ended
   }
-  if (chmod(path.c_str(), static_cast<mode_t>(mode)) != 0) fail("chmod " + path);
+  return true;
 }
 
-std::vector<std::string> list_dir(const std::string& path) {
-  std::vector<std::string> names;
-  DIR* dir = opendir(path.c_str());
-  if (dir == nullptr) return names;
-  while (const dirent* entry = readdir(dir)) {
-    const std::string name = entry->d_name;
-    if (name != "." && name != "..") names.push_back(name);
-  }
-  closedir(dir);
-  std::sort(names.begin(), names.end());
-  return names;
-}
-
-std::string real_path(const std::string& path) {
-  char resolved[PATH_MAX];
-  return realpath(path.c_str(), resolved) != nullptr ? resolved : std::string{};
-}
-
-}  // namespace dltest
+}  // namespace dl::test

@@ -15,7 +15,7 @@
 
 extern char** environ;
 
-namespace dl {
+namespace dl::test {
 namespace {
 
 class OptionsTest : public ::testing::Test {
@@ -315,4 +315,4 @@ TEST(Usage, ListsEveryOptionAndTheExitCodes) {
 }
 
 }  // namespace
-}  // namespace dl
+}  // namespace dl::test

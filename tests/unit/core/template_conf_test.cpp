@@ -14,7 +14,7 @@
 #include "core/errors.h"
 #include "core/settings.h"
 
-namespace dl {
+namespace dl::test {
 namespace {
 
 const std::string kTemplateConf = std::string(DL_TEMPLATE_SOURCE) + "/dl.conf";
@@ -93,4 +93,4 @@ TEST(TemplateConf, EveryLineUncommentedIsAValidConfigFile) {
 }
 
 }  // namespace
-}  // namespace dl
+}  // namespace dl::test

@@ -13,7 +13,7 @@
 #include "core/json_reader.h"
 #include "launcher/batch_probe.h"
 
-namespace dl {
+namespace dl::test {
 namespace {
 
 namespace fs = std::filesystem;
@@ -177,4 +177,4 @@ TEST(JsonReader, RejectsMalformedDocuments) {
 }
 
 }  // namespace
-}  // namespace dl
+}  // namespace dl::test

@@ -12,19 +12,15 @@
 #include <sstream>
 
 #include "core/errors.h"
+#include "support/temp_dir.h"
 
-namespace dl {
+namespace dl::test {
 namespace {
 
 class WorkspaceTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    char tmpl[] = "/tmp/dl-ws-XXXXXX";
-    ASSERT_NE(mkdtemp(tmpl), nullptr);
-    dir_ = tmpl;
-  }
-  void TearDown() override { std::system(("rm -rf '" + dir_ + "'").c_str()); }
-  std::string dir_;
+  TempDir tmp_;
+  const std::string dir_ = tmp_.path();
 };
 
 TEST_F(WorkspaceTest, ExistingDirectoryIsAccepted) {
@@ -80,4 +76,4 @@ TEST_F(WorkspaceTest, AtomicWriteIntoAMissingDirectoryFails) {
 }
 
 }  // namespace
-}  // namespace dl
+}  // namespace dl::test

@@ -11,20 +11,17 @@
 #include <filesystem>
 #include <string>
 
-namespace dl {
+#include "support/temp_dir.h"
+
+namespace dl::test {
 namespace {
 
 constexpr uid_t kNobody = 65534;
 
 class RunAs : public ::testing::Test {
  protected:
-  void SetUp() override {
-    char tmpl[] = "/tmp/dl-run-as-XXXXXX";
-    ASSERT_NE(mkdtemp(tmpl), nullptr);
-    dir_ = tmpl;
-  }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
-  std::string dir_;
+  TempDir tmp_;
+  const std::string dir_ = tmp_.path();
 };
 
 TEST_F(RunAs, NamesUsersByNameAndUid) {
@@ -67,4 +64,4 @@ TEST_F(RunAs, AsRootAnotherUsersWorkspaceGivesTheirIdentityAndAHomeTheyOwn) {
 }
 
 }  // namespace
-}  // namespace dl
+}  // namespace dl::test

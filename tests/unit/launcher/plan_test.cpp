@@ -6,8 +6,9 @@
 #include <gtest/gtest.h>
 
 #include "core/errors.h"
+#include "support/matchers.h"
 
-namespace dl {
+namespace dl::test {
 namespace {
 
 Facts cpu_machine(int cores) {
@@ -27,10 +28,6 @@ Facts gpu_machine(int cc_major, int cc_minor) {
   f.gpu.gpus.push_back({0, "GPU", 16ull << 30, 15ull << 30, cc_major, cc_minor});
   f.gpu.gpus.push_back({1, "GPU", 16ull << 30, 15ull << 30, cc_major, cc_minor});
   return f;
-}
-
-bool contains(const std::string& s, const std::string& part) {
-  return s.find(part) != std::string::npos;
 }
 
 bool any_warning(const Plan& p, const std::string& part) {
@@ -254,4 +251,4 @@ TEST(Plan, IsAPureFunction) {
 }
 
 }  // namespace
-}  // namespace dl
+}  // namespace dl::test

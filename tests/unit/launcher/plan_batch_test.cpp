@@ -5,8 +5,9 @@
 
 #include "core/errors.h"
 #include "launcher/plan.h"
+#include "support/matchers.h"
 
-namespace dl {
+namespace dl::test {
 namespace {
 
 constexpr std::uint64_t MiB = 1ull << 20;
@@ -53,10 +54,6 @@ BatchSearchRecord searched(std::int64_t batch, std::uint64_t budget) {
                      trial(batch + 8, budget + MiB)};
   s.seconds = 4.26;
   return s;
-}
-
-bool contains(const std::string& s, const std::string& part) {
-  return s.find(part) != std::string::npos;
 }
 
 TEST(BatchSearchWanted, OnAGpuOrWithABudgetWhenNoNumberIsGiven) {
@@ -233,4 +230,4 @@ TEST(PlanBatchSearch, BudgetAboveTheUsableRamIsWarnedAbout) {
 }
 
 }  // namespace
-}  // namespace dl
+}  // namespace dl::test

@@ -1,0 +1,24 @@
+// Whole-file helpers for tests: write what a test needs on disk, read back what a program wrote.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace dl::test {
+
+using Bytes = std::vector<std::uint8_t>;
+
+// Writes `content` to `path` (making missing parent directories) with permission bits `mode`.
+// Throws std::runtime_error on failure.
+void write_file(const std::string& path, const std::string& content, unsigned mode = 0644);
+void write_bytes(const std::string& path, const Bytes& bytes);
+// The file's contents; "" when it cannot be read.
+std::string read_file(const std::string& path);
+bool file_exists(const std::string& path);
+// Names in the directory, sorted, without "." and ".."; empty when it cannot be read.
+std::vector<std::string> list_dir(const std::string& path);
+// The canonical absolute path (symbolic links resolved); "" when it does not exist.
+std::string real_path(const std::string& path);
+
+}  // namespace dl::test
