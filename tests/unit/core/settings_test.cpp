@@ -1,0 +1,270 @@
+// The settings registry and its layered read (core/settings.h): defaults < config file < DL_*
+// environment < command line, each value remembering its source; unknown keys and bad values
+// end with their exit code and a message that names the option, variable or config key.
+#include "core/settings.h"
+
+#include <gtest/gtest.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/errors.h"
+#include "support/files.h"
+#include "support/matchers.h"
+#include "support/temp_dir.h"
+
+extern char** environ;
+
+namespace dl::test {
+namespace {
+
+using settings::Layers;
+
+// Every DL_* variable is taken away for the test (ctest itself may run under dl-launch) and put
+// back afterwards; the test sets its own with set_env.
+class Settings : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    for (char** e = environ; *e != nullptr; ++e) {
+      const std::string entry = *e;
+      if (entry.rfind("DL_", 0) == 0) {
+        const auto eq = entry.find('=');
+        saved_.emplace_back(entry.substr(0, eq), entry.substr(eq + 1));
+      }
+    }
+    for (const auto& [name, value] : saved_) unsetenv(name.c_str());
+  }
+  void TearDown() override {
+    for (const auto& name : set_) unsetenv(name.c_str());
+    for (const auto& [name, value] : saved_) setenv(name.c_str(), value.c_str(), 1);
+  }
+  void set_env(const std::string& name, const std::string& value) {
+    setenv(name.c_str(), value.c_str(), 1);
+    set_.push_back(name);
+  }
+  std::string conf(const std::string& text) {
+    write_file(dir / "dl.conf", text);
+    return dir / "dl.conf";
+  }
+
+  TempDir dir;
+
+ private:
+  std::vector<std::pair<std::string, std::string>> saved_;
+  std::vector<std::string> set_;
+};
+
+// Runs `f`, expecting a UserError with `code` whose message holds every one of `parts`.
+void expect_user_error(const std::function<void()>& f, int code,
+                       const std::vector<std::string>& parts) {
+  try {
+    f();
+    ADD_FAILURE() << "no UserError (expected exit code " << code << ")";
+  } catch (const UserError& e) {
+    EXPECT_EQ(e.code(), code) << e.what();
+    for (const auto& part : parts) EXPECT_THAT(e.what(), HasSubstr(part));
+  }
+}
+
+TEST_F(Settings, VariableNamesAndKeysMapBothWays) {
+  EXPECT_EQ(settings::env_to_key("DL_BATCH_SIZE"), "batch-size");
+  EXPECT_EQ(settings::env_to_key("DL_WORKERS"), "workers");
+  EXPECT_EQ(settings::env_to_key("DL_EPOCHS"), "epochs");  // a trainer setting
+  EXPECT_EQ(settings::key_to_env("batch-size"), "DL_BATCH_SIZE");
+  EXPECT_EQ(settings::key_to_env("max-bad-fraction"), "DL_MAX_BAD_FRACTION");
+  // Not settings: another prefix, lower case, no name, a name the registry does not have.
+  EXPECT_EQ(settings::env_to_key("WORKERS"), "");
+  EXPECT_EQ(settings::env_to_key("DL_workers"), "");
+  EXPECT_EQ(settings::env_to_key("DL_"), "");
+  EXPECT_EQ(settings::env_to_key("DL_NO_SUCH_SETTING"), "");
+}
+
+TEST_F(Settings, RegistriesSplitLaunchAndTrainAndAllHoldsBoth) {
+  EXPECT_NE(settings::launch().find_nothrow("workers", false), nullptr);
+  EXPECT_EQ(settings::launch().find_nothrow("epochs", false), nullptr);
+  EXPECT_NE(settings::train().find_nothrow("epochs", false), nullptr);
+  EXPECT_EQ(settings::train().find_nothrow("workers", false), nullptr);
+  EXPECT_NE(settings::all().find_nothrow("workers", false), nullptr);
+  EXPECT_NE(settings::all().find_nothrow("epochs", false), nullptr);
+}
+
+TEST_F(Settings, CommandLineBeatsEnvironmentBeatsConfigFileBeatsDefault) {
+  const std::string file = conf("workers = 2\nthreads = 5\nbatch-size = 32\n");
+  set_env("DL_WORKERS", "3");
+  set_env("DL_THREADS", "6");
+  Layers layers;
+  // Stored in precedence order: the first source stored wins.
+  layers.add_command_line({"--workers", "4"}, settings::launch());
+  layers.add_environment();
+  ASSERT_TRUE(layers.add_config_file(file, true));
+
+  EXPECT_EQ(layers.get("workers"), "4");
+  EXPECT_EQ(layers.source("workers"), "--workers");
+  EXPECT_EQ(layers.get("threads"), "6");
+  EXPECT_EQ(layers.source("threads"), "DL_THREADS");
+  EXPECT_EQ(layers.get("batch-size"), "32");
+  EXPECT_EQ(layers.source("batch-size"), file + ": batch-size");
+  EXPECT_FALSE(layers.has("precision"));
+  EXPECT_EQ(layers.get("precision"), "");
+  EXPECT_EQ(layers.source("precision"), "default");
+
+  // The file named all three, even those overridden; only the command line's are forwarded.
+  EXPECT_TRUE(layers.config_file_sets("workers"));
+  EXPECT_TRUE(layers.config_file_sets("batch-size"));
+  EXPECT_FALSE(layers.config_file_sets("precision"));
+  EXPECT_EQ(layers.command_line_values(), (std::map<std::string, std::string>{{"workers", "4"}}));
+}
+
+TEST_F(Settings, ValuesAreReadTrimmed) {
+  Layers layers;
+  layers.add_command_line({"--device", "  cpu  "}, settings::launch());
+  EXPECT_EQ(layers.get("device"), "cpu");
+}
+
+TEST_F(Settings, UnknownOptionOnTheCommandLineIs64NamingIt) {
+  Layers layers;
+  expect_user_error(
+      [&] {
+        layers.add_command_line({"--bogus", "1"}, settings::launch());
+      },
+      exit_code::kUsage, {"--bogus", "see --help"});
+  // A trainer setting is unknown to a launch-only registry, known to all().
+  Layers launch_only;
+  expect_user_error(
+      [&] {
+        launch_only.add_command_line({"--epochs", "3"}, settings::launch());
+      },
+      exit_code::kUsage, {"--epochs"});
+  Layers both;
+  both.add_command_line({"--epochs", "3"}, settings::all());
+  EXPECT_EQ(both.get("epochs"), "3");
+}
+
+TEST_F(Settings, AbbreviationsAreNotGuessed) {
+  Layers layers;
+  expect_user_error(
+      [&] {
+        layers.add_command_line({"--work", "2"}, settings::launch());
+      },
+      exit_code::kUsage, {"--work"});
+}
+
+TEST_F(Settings, MissingValueIs64) {
+  Layers layers;
+  expect_user_error([&] { layers.add_command_line({"--workers"}, settings::launch()); },
+                    exit_code::kUsage, {"workers"});
+}
+
+TEST_F(Settings, EnvironmentVariablesThatAreNoSettingAreIgnored) {
+  set_env("DL_NO_SUCH_SETTING", "1");
+  set_env("DL_EPOCHS", "7");
+  Layers layers;
+  layers.add_environment();
+  EXPECT_EQ(layers.get("epochs"), "7");
+  EXPECT_EQ(layers.source("epochs"), "DL_EPOCHS");
+}
+
+TEST_F(Settings, ConfigFileAbsentIsFineUnlessRequired) {
+  Layers layers;
+  EXPECT_FALSE(layers.add_config_file(dir / "none.conf", false));
+  expect_user_error([&] { layers.add_config_file(dir / "none.conf", true); }, exit_code::kMissing,
+                    {dir / "none.conf"});
+  expect_user_error([&] { layers.add_config_file(dir.path(), true); }, exit_code::kMissing,
+                    {dir.path(), "is a directory"});
+}
+
+TEST_F(Settings, ConfigFileWithUnknownKeyIs65NamingKeyAndFile) {
+  const std::string file = conf("# comment\nworkers = 2\nbogus-key = 1\n");
+  Layers layers;
+  expect_user_error([&] { layers.add_config_file(file, true); }, exit_code::kBadConfig,
+                    {file, "unknown key 'bogus-key'"});
+}
+
+TEST_F(Settings, MalformedConfigFileIs65) {
+  const std::string file = conf("workers 2\n");
+  Layers layers;
+  expect_user_error([&] { layers.add_config_file(file, true); }, exit_code::kBadConfig, {file});
+}
+
+TEST_F(Settings, UnreadableConfigFileIs77) {
+  if (geteuid() == 0) GTEST_SKIP() << "root reads any file";
+  const std::string file = conf("workers = 2\n");
+  write_file(file, "workers = 2\n", 0000);
+  Layers layers;
+  expect_user_error([&] { layers.add_config_file(file, true); }, exit_code::kNoPermission,
+                    {file, "cannot be read"});
+}
+
+TEST_F(Settings, IntegerReadsCheckRangeAndNameTheSource) {
+  set_env("DL_WORKERS", "abc");
+  Layers layers;
+  layers.add_command_line({"--threads", "auto", "--batch-size", "0"}, settings::launch());
+  layers.add_environment();
+  EXPECT_EQ(layers.integer("threads", 1, 1024, true), std::nullopt);  // auto: derive it
+  EXPECT_EQ(layers.integer("epochs", 1, 1000, false), std::nullopt);  // not given
+  expect_user_error([&] { layers.integer("workers", 0, 64, true); }, exit_code::kUsage,
+                    {"DL_WORKERS: expected a whole number >= 0 or 'auto', got 'abc'"});
+  expect_user_error([&] { layers.integer("batch-size", 1, 1 << 20, false); }, exit_code::kUsage,
+                    {"--batch-size: expected a whole number >= 1, got '0'"});
+  expect_user_error([&] { layers.integer("threads", 1, 1024, false); }, exit_code::kUsage,
+                    {"--threads", "got 'auto'"});
+}
+
+TEST_F(Settings, GoodValuesReadBack) {
+  const std::string file = conf("lr = 0.5\nresume = yes\nprecision = bf16\nepochs = 12\n");
+  Layers layers;
+  ASSERT_TRUE(layers.add_config_file(file, true));
+  EXPECT_EQ(layers.integer("epochs", 1, 1000, false), 12);
+  EXPECT_EQ(layers.real("lr", 0.0, 1.0), 0.5);
+  EXPECT_EQ(layers.flag("resume"), true);
+  EXPECT_EQ(layers.one_of("precision", {"auto", "fp32", "fp16", "bf16"}, "auto"), "bf16");
+  EXPECT_EQ(layers.one_of("device", {"auto", "cpu"}, "auto"), "auto");  // absent: the fallback
+}
+
+TEST_F(Settings, RealFlagAndChoiceReadsNameTheSourceAndWhatWasExpected) {
+  const std::string file = conf("memory-margin = 2\nretune = maybe\nprecision = fp8\n");
+  Layers layers;
+  layers.add_command_line({"--lr", "fast"}, settings::all());
+  ASSERT_TRUE(layers.add_config_file(file, true));
+  expect_user_error([&] { layers.real("memory-margin", 0.0, 0.9); }, exit_code::kUsage,
+                    {file + ": memory-margin: expected a number between", "got '2'"});
+  expect_user_error([&] { layers.real("lr", 0.0, 1.0); }, exit_code::kUsage,
+                    {"--lr: expected a number between", "got 'fast'"});
+  expect_user_error([&] { layers.flag("retune"); }, exit_code::kUsage,
+                    {file + ": retune: expected true or false, got 'maybe'"});
+  expect_user_error(
+      [&] {
+        layers.one_of("precision", {"fp32", "bf16"}, "fp32");
+      },
+      exit_code::kUsage, {"precision: expected one of fp32, bf16, got 'fp8'"});
+}
+
+TEST_F(Settings, FlagsAcceptTheUsualSpellings) {
+  for (const char* yes : {"true", "1", "yes", "on"}) {
+    Layers layers;
+    layers.add_command_line({std::string("--retune=") + yes}, settings::launch());
+    EXPECT_EQ(layers.flag("retune"), true) << yes;
+  }
+  for (const char* no : {"false", "0", "no", "off"}) {
+    Layers layers;
+    layers.add_command_line({std::string("--retune=") + no}, settings::launch());
+    EXPECT_EQ(layers.flag("retune"), false) << no;
+  }
+  Layers bare;
+  bare.add_command_line({"--retune"}, settings::launch());  // implicit value
+  EXPECT_EQ(bare.flag("retune"), true);
+}
+
+TEST_F(Settings, BadValueNamesSourceExpectationAndValue) {
+  expect_user_error([] { settings::bad_value("DL_SEED", "x", "a whole number"); },
+                    exit_code::kUsage, {"DL_SEED: expected a whole number, got 'x'"});
+}
+
+}  // namespace
+}  // namespace dl::test
