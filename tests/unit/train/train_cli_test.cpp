@@ -12,6 +12,7 @@
 
 #include "model/checkpoint.h"
 #include "support/data_sets.h"
+#include "support/files.h"
 #include "support/matchers.h"
 #include "support/process.h"
 #include "support/temp_dir.h"
