@@ -4,7 +4,7 @@
 #include <cstdio>
 #include <sstream>
 
-#include "core/json_writer.h"
+#include "core/json.h"
 #include "core/text.h"
 #include "launcher/cuda_compat.h"
 

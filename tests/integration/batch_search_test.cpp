@@ -19,7 +19,7 @@
 #include <string>
 #include <vector>
 
-#include "core/json_reader.h"
+#include "core/json.h"
 #include "integration/process.h"
 #include "integration/trainer_fixtures.h"
 #include "launcher/captured_run.h"
