@@ -33,5 +33,7 @@ if [ -n "$need" ] && [ "$(printf '%s\n' "$need" "$have" | sort -V | head -1)" !=
 fi
 
 cd "$root"
+# ccache keys on paths relative to the checkout, so clones in other folders (CI's) share its cache.
+export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$root}
 cmake --preset "$preset"
 cmake --build --preset "$preset" --parallel "$(nproc)"
