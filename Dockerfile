@@ -43,9 +43,10 @@ ENV DEBIAN_FRONTEND=noninteractive
 # The install scripts first, alone, so that a source change does not redo the downloads.
 COPY env/ /src/env/
 # curl, ca-certificates, unzip: the LibTorch and micromamba downloads. Ubuntu 20.04's CMake
-# (3.16) is too old for the test suite (GTest::gtest_main needs 3.20): with CONDA=micromamba,
-# CMake and Ninja come from conda-forge (env/build-tools.yml) while the compiler and every library
-# stay Ubuntu's, so that the binaries link against what the runtime stage installs with apt.
+# (3.16) is too old for CMakePresets.json (3.21) and the test suite (GTest::gtest_main needs 3.20):
+# with CONDA=micromamba, CMake and Ninja come from conda-forge (env/build-tools.yml) while the
+# compiler and every library stay Ubuntu's, so that the binaries link against what the runtime
+# stage installs with apt. (Debian 12's own CMake, 3.25, does for the offline build.)
 RUN apt-get update \
  && apt-get install -y -q --no-install-recommends curl ca-certificates unzip \
  && /src/env/install-native.sh --no-torch --no-test-data --no-image-tools \
@@ -57,6 +58,7 @@ COPY . /src/
 WORKDIR /src
 # ccache's directory is a build cache (BuildKit and buildah keep it between builds), not a layer.
 ENV CCACHE_DIR=/root/.cache/ccache
+# The `image` preset (CMakePresets.json): build/image, no benchmarks, LibTorch from /opt/libtorch.
 RUN --mount=type=cache,target=/root/.cache/ccache \
     /src/env/install-dl.sh /opt/dl
 

@@ -1,21 +1,27 @@
 #!/usr/bin/env bash
-# The README's main command: installs what is missing, builds, and has dl-launch train on the
-# embedded default data in ./workspace (created from workspace_template/ when absent).
+# The README's main command: installs what is missing, builds dl-launch and dl-train alone (the
+# programs preset, in build/programs: no tests, no benchmarks), creates ./workspace with
+# `dl-launch init` when absent, and has dl-launch train there on the embedded default data.
+# Where dl-train was not built (no LibTorch), dl-launch shows the plan it would run instead.
 #
 #   env/demo.sh [dl-launch options...]
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 "$root/env/install-native.sh" --no-image-tools
-"$root/env/build.sh" release
+"$root/env/build.sh" programs
 
-bin="$root/build/release/launcher"
+build="$root/build/programs"
+launch="$build/launcher/dl-launch"
 workspace="$root/workspace"
-[ -d "$workspace" ] || cp -r "$root/workspace_template" "$workspace"
+# This checkout's template, not one installed elsewhere (/opt/dl/workspace_template).
+[ -d "$workspace" ] || DL_TEMPLATE_DIR="$root/workspace_template" "$launch" init "$workspace"
 
-if [ -x "$root/build/release/trainer/dl-train" ]; then
-  exec "$bin/dl-launch" --workspace "$workspace" "$@"
+# The build system knows a dl-train target only where LibTorch was found (a file left by an
+# earlier build does not count).
+if cmake --build "$build" --target dl-train >/dev/null 2>&1 && [ -x "$build/trainer/dl-train" ]; then
+  exec "$launch" --workspace "$workspace" "$@"
 fi
 # Without LibTorch there is no trainer to start: show the plan it would get.
 echo "demo.sh: dl-train was not built (no LibTorch found); showing the plan only" >&2
-exec "$bin/dl-launch" --workspace "$workspace" --dry-run "$@"
+exec "$launch" --workspace "$workspace" --dry-run "$@"

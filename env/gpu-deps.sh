@@ -1,15 +1,17 @@
 #!/usr/bin/env bash
 # Prepares the headers and libraries that tests/gpu/gpu_check.sh needs on a CUDA machine that has
 # PyTorch and CMake but neither Debian's dev packages nor a network: spdlog and fmt, Boost
-# (program_options and the headers), GoogleTest, zlib. Run it beforehand on a Debian 12 machine
-# with apt (the development machine): it downloads the packages with `apt-get download` (no root,
-# nothing installed) and unpacks them with `dpkg -x` into a folder of the repository (git-ignored),
-# which travels with the working tree; gpu_check.sh picks it up from there.
+# (program_options and the headers), GoogleTest, zlib, nlohmann/json. Run it beforehand on a
+# Debian 12 machine with apt (the development machine): it downloads the packages with
+# `apt-get download` (no root, nothing installed) and unpacks them with `dpkg -x` into a folder of
+# the repository (git-ignored), which travels with the working tree; gpu_check.sh picks it up from
+# there.
 #
 #   env/gpu-deps.sh [DIR]      (default: <repo>/.gpu-deps)
 #
-# DIR/root is the unpacked tree (usr/include, usr/lib/x86_64-linux-gnu with the CMake package
-# files); DIR/env.sh exports CMAKE_PREFIX_PATH, CPATH, LIBRARY_PATH and LD_LIBRARY_PATH for it.
+# DIR/root is the unpacked tree (usr/include; usr/lib/x86_64-linux-gnu and usr/share/cmake with
+# the CMake package files); DIR/env.sh exports CMAKE_PREFIX_PATH, CPATH, LIBRARY_PATH and
+# LD_LIBRARY_PATH for it.
 # DIR/root.tar.xz is the same tree packed (11 MB where the tree is 170 MB, nearly all Boost
 # headers), for carrying to the GPU machine: gpu_check.sh unpacks it when root/ is missing.
 # The libraries are Debian 12's (GCC 12, C++11 ABI): on a machine with an older libstdc++, or with
@@ -32,6 +34,7 @@ packages=(
   libboost-program-options-dev libboost-program-options1.74-dev libboost-program-options1.74.0
   libgtest-dev libgmock-dev
   zlib1g-dev zlib1g
+  nlohmann-json3-dev
 )
 
 work=$(mktemp -d)

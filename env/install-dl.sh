@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
-# Builds dl-launch and dl-train in build/image against the LibTorch at hand (/opt/libtorch when
-# env/install-libtorch.sh unpacked the download there, else the system's), runs the unit tests,
+# Builds dl-launch and dl-train with the image preset (env/build.sh image: build/image, no
+# benchmarks) against the LibTorch at hand (/opt/libtorch when env/install-libtorch.sh unpacked
+# the download there, else the system's), runs the unit tests (ctest --preset image),
 # and installs what the image's runtime stage takes into PREFIX: bin/ (the two programs),
 # workspace_template/, env/ (these scripts), runtime-packages.txt (env/runtime-packages.sh).
 # The Dockerfile's build stage runs it; it works natively too (any PREFIX).
 #
 #   env/install-dl.sh [PREFIX]      (default /opt/dl)
 #
-# Exit codes: 64 bad arguments, 70 dl-train was not built (no LibTorch found); a failing build
-# or test passes its own code on.
+# Exit codes: 64 bad arguments, 69 no CMake new enough for the presets (env/build.sh), 70 dl-train
+# was not built (no LibTorch found); a failing build or test passes its own code on.
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -20,14 +21,14 @@ fi
 build=$root/build/image
 
 # Benchmarks stay out of the image (they want the Python reference and time).
-cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DDL_BUILD_BENCH=OFF \
-  -DCMAKE_PREFIX_PATH=/opt/libtorch
-cmake --build "$build" --parallel "$(nproc)"
-if [ ! -x "$build/trainer/dl-train" ]; then
+"$root/env/build.sh" image
+# The build system knows a dl-train target only where LibTorch was found (a file left by an
+# earlier build does not count).
+if ! cmake --build "$build" --target dl-train >/dev/null 2>&1 || [ ! -x "$build/trainer/dl-train" ]; then
   echo "install-dl.sh: dl-train was not built: LibTorch was not found (env/install-libtorch.sh)" >&2
   exit 70
 fi
-(cd "$build" && ctest -L unit --output-on-failure --parallel "$(nproc)")
+(cd "$root" && ctest --preset image --parallel "$(nproc)")
 
 mkdir -p "$prefix/bin"
 install -m 0755 -s "$build/launcher/dl-launch" "$build/trainer/dl-train" "$prefix/bin/"

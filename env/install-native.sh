@@ -6,6 +6,11 @@
 # own LibTorch and data, and builds no images).
 #
 #   env/install-native.sh [--no-torch] [--no-test-data] [--no-image-tools]
+#
+# The build (CMakePresets.json, env/build.sh) needs CMake 3.21 or newer: Debian 12 (3.25), Ubuntu
+# 22.04 (3.22) and 24.04 have it. On Ubuntu 20.04 (3.16) env/build.sh stops with a one-line error
+# naming the version needed; a newer CMake first on PATH then does (pip install cmake, or
+# env/install-conda.sh micromamba tools, as the Dockerfile's build stage does).
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)

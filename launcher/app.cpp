@@ -116,45 +116,33 @@ void setup_logging() {
   spdlog::set_default_logger(logger);
 }
 
-int run(int argc, const char* const argv[]) {
-  if (argc >= 2 && std::string(argv[1]) == "init") {
-    return init_main(std::vector<std::string>(argv + 2, argv + argc), std::cout);
-  }
-  LaunchOptions opts = parse_options(argc, argv);
-  if (opts.help) {
-    std::cout << usage_text();
-    return exit_code::kOk;
-  }
-  if (opts.version) {
-    std::cout << "dl-launch " << kVersion << "\n";
-    return exit_code::kOk;
-  }
-
+// The workspace, its owner and the program to start, with what the plan needs to know of them.
+// A missing trainer is an error unless this is a dry run, which shows the plan all the same and
+// says why in `missing_trainer`.
+Launch resolve_launch(LaunchOptions& opts, std::optional<std::string>* missing_trainer) {
   Launch launch;
   launch.workspace = check_workspace(opts.workspace.value, opts.workspace.source);
   launch.run_as = workspace_owner(launch.workspace, opts.run_as_owner);
   launch.config_file = opts.config_file;
   const bool default_program = opts.command.empty();
-  std::optional<std::string> missing_trainer;
   if (!default_program) {
     launch.command = resolve_command(opts.command);
   } else {
     try {
       launch.command = trainer_command(opts.trainer, self_directory());
     } catch (const UserError& e) {
-      // A dry run still shows the plan on a machine without the trainer built.
       if (!opts.dry_run) throw;
       launch.command = {opts.trainer};
-      missing_trainer = e.what();
+      *missing_trainer = e.what();
     }
   }
 
   Request& req = opts.request;
   req.shm_batches = passes_batches_through_shm(launch.command);
-  req.trainer_measures = default_program && !missing_trainer;
+  req.trainer_measures = default_program && !*missing_trainer;
   if (!default_program) {
     req.probe_unavailable = "the program is " + launch.command[0] + ", not dl-train";
-  } else if (missing_trainer) {
+  } else if (*missing_trainer) {
     req.probe_unavailable = "dl-train was not found";
   } else {
     req.probe_unavailable.clear();
@@ -170,48 +158,44 @@ int run(int argc, const char* const argv[]) {
     req.required_cuda = Sourced<std::string>{cuda, "CUDA_VERSION"};
   }
   launch.request = req;
+  return launch;
+}
 
+// Probe, plan, and where the plan wants it, the batch-size search and a second plan around its
+// answer; then the run's name and the program's environment.
+void plan_launch(const LaunchOptions& opts, Launch& launch) {
   const SystemHost host(opts.nvml_library);
   launch.facts = probe(host);
-  launch.plan = make_plan(launch.facts, req);
+  launch.plan = make_plan(launch.facts, launch.request);
   launch.run_name = choose_run_name(launch.workspace, opts.run_name, std::time(nullptr));
   launch.run_dir = launch.workspace + "/runs/" + launch.run_name;
   launch.forwarded = opts.trainer_env;
   if (launch.config_file) launch.forwarded.emplace_back("DL_CONFIG", *launch.config_file);
   launch.env = child_environment(launch);
-  if (wants_batch_search(req, launch.plan.device.value)) {
-    // Probes get the environment training would get (the first plan's threads, device and
-    // precision); the chosen batch then re-plans the workers, which depend on it.
-    std::optional<BatchSearchRecord> searched;
-    std::optional<std::string> probe_failure;
-    try {
-      searched = search_batch_size(opts, launch);
-    } catch (const UserError& e) {
-      // dl-train refused its input: training would refuse it too. A dry run still shows the plan.
-      if (!opts.dry_run) throw;
-      req.probe_unavailable = "its probe failed";
-      launch.request = req;
-      probe_failure = e.what();
-    }
-    launch.plan = make_plan(launch.facts, req, searched ? &*searched : nullptr);
-    if (probe_failure) launch.plan.warnings.push_back(*probe_failure);
-    launch.env = child_environment(launch);
-  }
-  if (missing_trainer) launch.plan.warnings.push_back(*missing_trainer);
+  if (!wants_batch_search(launch.request, launch.plan.device.value)) return;
 
-  if (opts.json) {
-    std::cout << render_json(launch);
-    return exit_code::kOk;
+  // Probes get the environment training would get (the first plan's threads, device and
+  // precision); the chosen batch then re-plans the workers, which depend on it.
+  std::optional<BatchSearchRecord> searched;
+  std::optional<std::string> probe_failure;
+  try {
+    searched = search_batch_size(opts, launch);
+  } catch (const UserError& e) {
+    // dl-train refused its input: training would refuse it too. A dry run still shows the plan.
+    if (!opts.dry_run) throw;
+    launch.request.probe_unavailable = "its probe failed";
+    probe_failure = e.what();
   }
-  if (opts.dry_run) {
-    std::cout << render_text(launch, true);
-    return exit_code::kOk;
-  }
+  launch.plan = make_plan(launch.facts, launch.request, searched ? &*searched : nullptr);
+  if (probe_failure) launch.plan.warnings.push_back(*probe_failure);
+  launch.env = child_environment(launch);
+}
 
+// What the run leaves in the workspace before the program starts: the batch-size cache, the run
+// directory, a HOME for the workspace's owner, plan.json; all of it given to the owner.
+void write_run_files(Launch& launch) {
   // The search's answer is kept for the next start with the same model, input and device.
   auto& search = launch.plan.batch_search;
-  if (search && !search->cached) search->cache_written = true;
-  std::cout << render_text(launch, false) << std::flush;
   if (search && search->cache_written) {
     store_batch_cache(search->cache_file, search->cache_key, *search);
     give_to(launch.run_as, launch.workspace + "/.dl");
@@ -226,6 +210,39 @@ int run(int argc, const char* const argv[]) {
   }
   write_file_atomic(launch.run_dir + "/plan.json", render_json(launch));
   give_to(launch.run_as, launch.run_dir + "/plan.json");
+}
+
+int run(int argc, const char* const argv[]) {
+  if (argc >= 2 && std::string(argv[1]) == "init") {
+    return init_main(std::vector<std::string>(argv + 2, argv + argc), std::cout);
+  }
+  LaunchOptions opts = parse_options(argc, argv);
+  if (opts.help) {
+    std::cout << usage_text();
+    return exit_code::kOk;
+  }
+  if (opts.version) {
+    std::cout << "dl-launch " << kVersion << "\n";
+    return exit_code::kOk;
+  }
+
+  std::optional<std::string> missing_trainer;
+  Launch launch = resolve_launch(opts, &missing_trainer);
+  plan_launch(opts, launch);
+  if (missing_trainer) launch.plan.warnings.push_back(*missing_trainer);
+  if (opts.json) {
+    std::cout << render_json(launch);
+    return exit_code::kOk;
+  }
+  if (opts.dry_run) {
+    std::cout << render_text(launch, true);
+    return exit_code::kOk;
+  }
+
+  auto& search = launch.plan.batch_search;
+  if (search && !search->cached) search->cache_written = true;
+  std::cout << render_text(launch, false) << std::flush;
+  write_run_files(launch);
 
   SpawnSpec spec;
   spec.argv = launch.command;

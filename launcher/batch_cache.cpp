@@ -11,8 +11,7 @@
 
 #include "core/errors.h"
 #include "core/files.h"
-#include "core/json_reader.h"
-#include "core/json_writer.h"
+#include "core/json.h"
 
 namespace dl {
 namespace {

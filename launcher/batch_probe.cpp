@@ -2,7 +2,7 @@
 #include "launcher/batch_probe.h"
 
 #include "core/errors.h"
-#include "core/json_reader.h"
+#include "core/json.h"
 #include "core/text.h"
 #include "launcher/captured_run.h"
 

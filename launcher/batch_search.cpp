@@ -107,6 +107,102 @@ class Search {
   SearchOptions o_;
 };
 
+// Even the small probe fails: halve down to 1.
+SearchResult search_below_first(Search& s, std::int64_t first) {
+  for (std::int64_t b = first / 2; b >= 1 && s.can_probe(); b /= 2) {
+    if (s.fits(b)) {
+      s.result.batch = b;
+      s.result.reason = "only small batches fit: " + std::to_string(b);
+      return s.result;
+    }
+  }
+  s.result.reason = "nothing fits: batch " + std::to_string(first) + " already exceeds the budget";
+  return s.result;
+}
+
+// The budget ends between the two small probes: bisect there with what probes remain.
+SearchResult bisect_below(Search& s, std::int64_t second) {
+  std::int64_t lo = s.largest_fitting()->batch, hi = second;
+  while (hi - lo > 1 && s.can_probe()) {
+    const std::int64_t mid = (lo + hi) / 2;
+    (s.fits(mid) ? lo : hi) = mid;
+  }
+  s.result.batch = lo;
+  s.result.reason = "bisected below " + std::to_string(hi);
+  return s.result;
+}
+
+SearchResult whole_data_set(Search& s, std::int64_t batch) {
+  s.result.batch = batch;
+  s.result.reason = "the whole data set fits in one batch";
+  return s.result;
+}
+
+// The size the line through the probes points at; nullopt when it says nothing more.
+std::optional<std::int64_t> predict_next(Search& s, const SearchOptions& o, std::int64_t failed) {
+  const ProbeResult* top = s.largest_fitting();
+  const ProbeResult* below = s.largest_fitting(top->batch);
+  // A probe over the budget that still ran measured its peak: it is a point of the curve too.
+  const ProbeResult* over = nullptr;
+  for (const auto& t : s.result.trials) {
+    if (t.batch == failed && !t.out_of_memory && t.error.empty()) over = &t;
+  }
+  std::optional<std::int64_t> next =
+      over != nullptr ? s.predict(*top, *over) : s.predict(*below, *top);
+  // Two close probes can measure the same peak, or a falling one (a process's resident memory
+  // moves with the heap's layout): the line through the smallest and the largest fitting
+  // probes is steadier.
+  if (!next) next = s.predict(*s.smallest_fitting(), *top);
+  if (!next && o.max_batch > 0 && failed == INT64_MAX) next = o.max_batch;  // memory does not grow
+  return next;
+}
+
+// Where the line sees nothing more: the next size up on the grid, or nullopt when not worth it.
+std::optional<std::int64_t> step_up(const Search& s, const SearchOptions& o, std::int64_t answer,
+                                    std::int64_t failed) {
+  // Memory curves are not exactly lines (a process's resident memory moves by a few percent with
+  // its heap's layout): between the answer and a size that failed, bisect on the grid; with no
+  // failure yet, check the next size up. Not for 2% or less (not worth a probe).
+  const std::int64_t step = answer >= o.multiple && o.multiple > 1 ? o.multiple : 1;
+  std::int64_t up = round_down(answer, step) + step;
+  if (failed != INT64_MAX) up = std::max(up, round_down((answer + failed) / 2, step));
+  if (up >= failed || (up - answer) * 50 <= answer || s.cap(up) != up) return std::nullopt;
+  return up;
+}
+
+// Predict from the line through the two largest fitting probes (a secant: curvature near the
+// answer shows up in it), probe, and repeat. A size that failed bounds the answer from above;
+// where the line points past it (a step in the curve), bisect instead. The first prediction,
+// extrapolated furthest from tiny batches, is probed at 90% so it is likely to fit and to make
+// the next secant short. Returns the largest size that fitted.
+std::int64_t search_by_prediction(Search& s, const SearchOptions& o, std::int64_t answer) {
+  std::int64_t failed = INT64_MAX;
+  bool first_prediction = true;
+  while (s.can_probe()) {
+    std::optional<std::int64_t> next = predict_next(s, o, failed);
+    if (!next) break;
+    if (first_prediction && failed == INT64_MAX && !(o.max_batch > 0 && *next >= o.max_batch)) {
+      next = s.cap(round_down(*next * 9 / 10, o.multiple));
+    }
+    first_prediction = false;
+    if (*next >= failed) {
+      const std::int64_t mid = (answer + failed) / 2;
+      const std::int64_t rounded = round_down(mid, o.multiple);
+      next = rounded > answer ? rounded : mid;
+    }
+    if (*next <= answer || (*next - answer) * 50 < answer) {
+      next = step_up(s, o, answer, failed);
+      if (!next) break;
+    }
+    if (s.fits(*next)) {
+      answer = *next;
+    } else {
+      failed = *next;
+    }
+  }
+  return answer;
+}
+
 }  // namespace
 
 std::string trial_outcome(const ProbeResult& t, std::uint64_t budget_bytes) {
@@ -118,97 +214,13 @@ std::string trial_outcome(const ProbeResult& t, std::uint64_t budget_bytes) {
 SearchResult search_batch(const ProbeFn& probe, const SearchOptions& o) {
   Search s(probe, o);
   const std::int64_t first = s.cap(o.first);
-  if (!s.fits(first)) {
-    // Even the small probe fails: halve down to 1.
-    for (std::int64_t b = first / 2; b >= 1 && s.can_probe(); b /= 2) {
-      if (s.fits(b)) {
-        s.result.batch = b;
-        s.result.reason = "only small batches fit: " + std::to_string(b);
-        return s.result;
-      }
-    }
-    s.result.reason =
-        "nothing fits: batch " + std::to_string(first) + " already exceeds the budget";
-    return s.result;
-  }
-  if (o.max_batch > 0 && first >= o.max_batch) {
-    s.result.batch = first;
-    s.result.reason = "the whole data set fits in one batch";
-    return s.result;
-  }
-  std::int64_t second = s.cap(std::max(o.second, first * 2));
-  while (!s.fits(second)) {
-    // The budget ends between the two small probes: bisect there with what probes remain.
-    std::int64_t lo = s.largest_fitting()->batch, hi = second;
-    while (hi - lo > 1 && s.can_probe()) {
-      const std::int64_t mid = (lo + hi) / 2;
-      (s.fits(mid) ? lo : hi) = mid;
-    }
-    s.result.batch = lo;
-    s.result.reason = "bisected below " + std::to_string(hi);
-    return s.result;
-  }
-  if (o.max_batch > 0 && second >= o.max_batch) {
-    s.result.batch = second;
-    s.result.reason = "the whole data set fits in one batch";
-    return s.result;
-  }
+  if (!s.fits(first)) return search_below_first(s, first);
+  if (o.max_batch > 0 && first >= o.max_batch) return whole_data_set(s, first);
+  const std::int64_t second = s.cap(std::max(o.second, first * 2));
+  if (!s.fits(second)) return bisect_below(s, second);
+  if (o.max_batch > 0 && second >= o.max_batch) return whole_data_set(s, second);
 
-  // Predict from the line through the two largest fitting probes (a secant: curvature near the
-  // answer shows up in it), probe, and repeat. A size that failed bounds the answer from above;
-  // where the line points past it (a step in the curve), bisect instead. The first prediction,
-  // extrapolated furthest from tiny batches, is probed at 90% so it is likely to fit and to make
-  // the next secant short.
-  std::int64_t answer = second;
-  std::int64_t failed = INT64_MAX;
-  bool first_prediction = true;
-  while (s.can_probe()) {
-    const ProbeResult* top = s.largest_fitting();
-    const ProbeResult* below = s.largest_fitting(top->batch);
-    // A probe over the budget that still ran measured its peak: it is a point of the curve too.
-    const ProbeResult* over = nullptr;
-    for (const auto& t : s.result.trials) {
-      if (t.batch == failed && !t.out_of_memory && t.error.empty()) over = &t;
-    }
-    std::optional<std::int64_t> next =
-        over != nullptr ? s.predict(*top, *over) : s.predict(*below, *top);
-    // Two close probes can measure the same peak, or a falling one (a process's resident memory
-    // moves with the heap's layout): the line through the smallest and the largest fitting
-    // probes is steadier.
-    if (!next) next = s.predict(*s.smallest_fitting(), *top);
-    if (!next) {
-      if (o.max_batch > 0 && failed == INT64_MAX)
-        next = o.max_batch;  // memory does not grow
-      else
-        break;
-    }
-    if (first_prediction && failed == INT64_MAX && !(o.max_batch > 0 && *next >= o.max_batch)) {
-      next = s.cap(round_down(*next * 9 / 10, o.multiple));
-    }
-    first_prediction = false;
-    if (*next >= failed) {
-      const std::int64_t mid = (answer + failed) / 2;
-      const std::int64_t rounded = round_down(mid, o.multiple);
-      next = rounded > answer ? rounded : mid;
-    }
-    if (*next <= answer || (*next - answer) * 50 < answer) {
-      // The line sees nothing more, but memory curves are not exactly lines (a process's resident
-      // memory moves by a few percent with its heap's layout): between the answer and a size
-      // that failed, bisect on the grid; with no failure yet, check the next size up. Not for 2%
-      // or less (not worth a probe).
-      const std::int64_t step = answer >= o.multiple && o.multiple > 1 ? o.multiple : 1;
-      std::int64_t up = round_down(answer, step) + step;
-      if (failed != INT64_MAX) up = std::max(up, round_down((answer + failed) / 2, step));
-      if (up >= failed || (up - answer) * 50 <= answer || s.cap(up) != up) break;
-      next = up;
-    }
-    if (s.fits(*next)) {
-      answer = *next;
-    } else {
-      failed = *next;
-    }
-  }
-  s.result.batch = answer;
+  s.result.batch = search_by_prediction(s, o, second);
   // For the record, the line through every measured probe (least squares), not only the last
   // secant: what the model costs before the first sample, and what each sample adds.
   const int measured = s.fit_all();

@@ -40,12 +40,8 @@ bool drain(int fd, std::string* into) {
   }
 }
 
-}  // namespace
-
-CapturedRun run_captured(const std::vector<std::string>& argv, const std::string& cwd,
-                         const CapturedRun::Env& env, double timeout_seconds) {
-  CapturedRun r;
-  // Everything the child needs is built before fork: after it, only async-signal-safe calls.
+// The launcher's environment with `env` on top, as NAME=value strings for execve.
+std::vector<std::string> exec_environment(const CapturedRun::Env& env) {
   std::vector<std::string> env_strings;
   std::set<std::string> overridden;
   for (const auto& [k, v] : env) overridden.insert(k);
@@ -59,53 +55,53 @@ CapturedRun run_captured(const std::vector<std::string>& argv, const std::string
     for (std::size_t j = i + 1; j < env.size() && !later; ++j) later = env[j].first == env[i].first;
     if (!later) env_strings.push_back(env[i].first + "=" + env[i].second);
   }
-  std::vector<char*> envp, args;
-  for (auto& e : env_strings) envp.push_back(e.data());
-  envp.push_back(nullptr);
-  std::vector<std::string> argv_copy = argv;
-  for (auto& a : argv_copy) args.push_back(a.data());
-  args.push_back(nullptr);
+  return env_strings;
+}
 
-  int out_pipe[2], err_pipe[2];
+// The null-terminated array of pointers into `strings` that execve takes.
+std::vector<char*> pointers_to(std::vector<std::string>& strings) {
+  std::vector<char*> pointers;
+  for (auto& s : strings) pointers.push_back(s.data());
+  pointers.push_back(nullptr);
+  return pointers;
+}
+
+// Both pipes, close-on-exec; on failure none is left open and `error` says why.
+bool open_pipes(int out_pipe[2], int err_pipe[2], std::string* error) {
   if (pipe2(out_pipe, O_CLOEXEC) != 0) {
-    r.start_error = std::string("pipe: ") + std::strerror(errno);
-    return r;
+    *error = std::string("pipe: ") + std::strerror(errno);
+    return false;
   }
   if (pipe2(err_pipe, O_CLOEXEC) != 0) {
-    r.start_error = std::string("pipe: ") + std::strerror(errno);
+    *error = std::string("pipe: ") + std::strerror(errno);
     close(out_pipe[0]);
     close(out_pipe[1]);
-    return r;
+    return false;
   }
-  const int null_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
-  const pid_t pid = fork();
-  if (pid == 0) {
-    if (null_fd >= 0) dup2(null_fd, STDIN_FILENO);
-    dup2(out_pipe[1], STDOUT_FILENO);
-    dup2(err_pipe[1], STDERR_FILENO);
-    if (chdir(cwd.c_str()) != 0) {
-      const char msg[] = "cannot enter the working directory\n";
-      (void)!write(STDERR_FILENO, msg, sizeof msg - 1);
-      _exit(127);
-    }
-    execve(args[0], args.data(), envp.data());
-    const char msg[] = "cannot execute the program\n";
-    (void)!write(STDERR_FILENO, msg, sizeof msg - 1);
-    _exit(errno == ENOENT ? 127 : 126);
-  }
-  if (null_fd >= 0) close(null_fd);
-  close(out_pipe[1]);
-  close(err_pipe[1]);
-  if (pid < 0) {
-    r.start_error = std::string("fork: ") + std::strerror(errno);
-    close(out_pipe[0]);
-    close(err_pipe[0]);
-    return r;
-  }
+  return true;
+}
 
-  int fds[2] = {out_pipe[0], err_pipe[0]};
-  std::string* into[2] = {&r.out, &r.err};
-  for (int fd : fds) fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+// In the child, between fork and exec: async-signal-safe calls only.
+[[noreturn]] void exec_child(int null_fd, int out_fd, int err_fd, const char* cwd,
+                             char* const args[], char* const envp[]) {
+  if (null_fd >= 0) dup2(null_fd, STDIN_FILENO);
+  dup2(out_fd, STDOUT_FILENO);
+  dup2(err_fd, STDERR_FILENO);
+  if (chdir(cwd) != 0) {
+    const char msg[] = "cannot enter the working directory\n";
+    (void)!write(STDERR_FILENO, msg, sizeof msg - 1);
+    _exit(127);
+  }
+  execve(args[0], args, envp);
+  const char msg[] = "cannot execute the program\n";
+  (void)!write(STDERR_FILENO, msg, sizeof msg - 1);
+  _exit(errno == ENOENT ? 127 : 126);
+}
+
+// Reads both pipes until they close or the deadline passes; then the child is killed.
+void collect_output(pid_t pid, int fds[2], double timeout_seconds, CapturedRun* r) {
+  std::string* into[2] = {&r->out, &r->err};
+  for (int i = 0; i < 2; ++i) fcntl(fds[i], F_SETFL, fcntl(fds[i], F_GETFL) | O_NONBLOCK);
   const auto deadline =
       Clock::now() + std::chrono::duration_cast<Clock::duration>(
                          std::chrono::duration<double>(std::max(0.0, timeout_seconds)));
@@ -113,7 +109,7 @@ CapturedRun run_captured(const std::vector<std::string>& argv, const std::string
     const auto left =
         std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
     if (left <= 0) {
-      r.timed_out = true;
+      r->timed_out = true;
       kill(pid, SIGKILL);
       break;
     }
@@ -134,15 +130,52 @@ CapturedRun run_captured(const std::vector<std::string>& argv, const std::string
   }
   close_fd(&fds[0]);
   close_fd(&fds[1]);
+}
+
+// Reaps the child and records how it ended: its exit code, or 128+N for signal N.
+void wait_for_exit(pid_t pid, CapturedRun* r) {
   int status = 0;
   while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
   if (WIFEXITED(status)) {
-    r.code = WEXITSTATUS(status);
+    r->code = WEXITSTATUS(status);
   } else if (WIFSIGNALED(status)) {
-    r.signal = WTERMSIG(status);
-    r.code = 128 + r.signal;
+    r->signal = WTERMSIG(status);
+    r->code = 128 + r->signal;
   }
+}
+
+}  // namespace
+
+CapturedRun run_captured(const std::vector<std::string>& argv, const std::string& cwd,
+                         const CapturedRun::Env& env, double timeout_seconds) {
+  CapturedRun r;
+  // Everything the child needs is built before fork: after it, only async-signal-safe calls.
+  std::vector<std::string> env_strings = exec_environment(env);
+  const std::vector<char*> envp = pointers_to(env_strings);
+  std::vector<std::string> argv_copy = argv;
+  const std::vector<char*> args = pointers_to(argv_copy);
+
+  int out_pipe[2], err_pipe[2];
+  if (!open_pipes(out_pipe, err_pipe, &r.start_error)) return r;
+  const int null_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+  const pid_t pid = fork();
+  if (pid == 0) {
+    exec_child(null_fd, out_pipe[1], err_pipe[1], cwd.c_str(), args.data(), envp.data());
+  }
+  if (null_fd >= 0) close(null_fd);
+  close(out_pipe[1]);
+  close(err_pipe[1]);
+  if (pid < 0) {
+    r.start_error = std::string("fork: ") + std::strerror(errno);
+    close(out_pipe[0]);
+    close(err_pipe[0]);
+    return r;
+  }
+
+  int fds[2] = {out_pipe[0], err_pipe[0]};
+  collect_output(pid, fds, timeout_seconds, &r);
+  wait_for_exit(pid, &r);
   return r;
 }
 

@@ -84,6 +84,112 @@ Sourced<int> as_int(const settings::Layers& s, const std::string& key, long long
   return {static_cast<int>(value), s.source(key)};
 }
 
+// The launcher's own arguments; those after "--" are the command, in `command`.
+std::vector<std::string> split_at_double_dash(int argc, const char* const argv[],
+                                              std::vector<std::string>* command) {
+  std::vector<std::string> args;
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--") == 0) {
+      command->assign(argv + i + 1, argv + argc);
+      break;
+    }
+    args.emplace_back(argv[i]);
+  }
+  return args;
+}
+
+// The workspace must be known before its config file can be read.
+void read_workspace_and_config(settings::Layers& s, LaunchOptions* opts) {
+  opts->workspace.value = s.has("workspace") ? s.get("workspace") : default_workspace();
+  opts->workspace.source = s.has("workspace") ? s.source("workspace") : "the workspace";
+
+  const bool explicit_config = s.has("config");
+  const std::string config_path =
+      explicit_config ? s.get("config") : opts->workspace.value + "/" + kConfigFileName;
+  if (s.add_config_file(config_path, explicit_config)) {
+    opts->config_file = config_path;
+    if (!explicit_config && s.config_file_sets("workspace")) {
+      throw UserError(exit_code::kBadConfig, "config file " + config_path +
+                                                 ": 'workspace' cannot be set inside the "
+                                                 "workspace's own dl.conf");
+    }
+  }
+}
+
+// What the plan starts from: the sizes and the memory budget given.
+void read_sizes(const settings::Layers& s, Request* r) {
+  if (auto w = s.integer("workers", 0, 100000, true)) r->workers = as_int(s, "workers", *w);
+  if (auto t = s.integer("threads", 1, 100000, true)) r->threads = as_int(s, "threads", *t);
+  if (auto b = s.integer("batch-size", 1, 10000000, true)) {
+    r->batch_size = as_int(s, "batch-size", *b);
+  }
+  if (s.has("memory-budget")) {
+    const auto bytes = parse_memory_size(s.get("memory-budget"));
+    if (!bytes) {
+      settings::bad_value(s.source("memory-budget"), s.get("memory-budget"),
+                          "a memory size such as 6GiB, 512MiB, 2G or a number of bytes");
+    }
+    r->memory_budget = Sourced<std::uint64_t>{*bytes, s.source("memory-budget")};
+  }
+  if (auto m = s.real("memory-margin", 0.0, 0.9)) {
+    r->memory_margin = {*m, s.source("memory-margin")};
+  }
+}
+
+// The rest of the plan's inputs and the run's own settings, validated in the order given.
+void read_run_settings(const settings::Layers& s, LaunchOptions* opts) {
+  Request& r = opts->request;
+  if (auto retune = s.flag("retune")) opts->retune = *retune;
+  if (auto owner = s.flag("run-as-owner")) opts->run_as_owner = *owner;
+  r.precision = {s.one_of("precision", {"auto", "fp32", "fp16", "bf16"}, "auto"),
+                 s.source("precision")};
+  r.device = {device_value(s), s.source("device")};
+  if (auto n = s.integer("samples", 0, std::numeric_limits<std::int64_t>::max(), true)) {
+    r.samples = Sourced<std::int64_t>{*n, s.source("samples")};
+  }
+  if (s.has("input-shape") && s.get("input-shape") != "auto") {
+    const auto bytes = shape_bytes(s.get("input-shape"));
+    if (!bytes) {
+      settings::bad_value(s.source("input-shape"), s.get("input-shape"),
+                          "CxHxW with positive sizes, e.g. 3x224x224");
+    }
+    r.sample_bytes = {*bytes, s.source("input-shape")};
+  }
+  if (auto g = s.real("grace-period", 0.0, 86400.0)) opts->grace_seconds = *g;
+  if (s.has("name")) {
+    opts->run_name = s.get("name");
+    if (!is_safe_name(opts->run_name)) {
+      settings::bad_value(s.source("name"), opts->run_name,
+                          "letters, digits, '.', '-' or '_' (a directory name)");
+    }
+  }
+}
+
+// The training settings the batch-size cache is keyed by, and the program and library to use.
+void read_program_settings(const settings::Layers& s, LaunchOptions* opts) {
+  opts->data_given = s.has("data");
+  opts->data = s.get("data");
+  if (s.has("model")) opts->model = s.get("model");
+  if (s.has("image-size") && s.get("image-size") != "auto") opts->image_size = s.get("image-size");
+  if (s.has("input-shape") && s.get("input-shape") != "auto") {
+    opts->input_shape = s.get("input-shape");
+  }
+  if (s.has("trainer")) opts->trainer = s.get("trainer");
+  if (s.has("nvml-library")) opts->nvml_library = s.get("nvml-library");
+}
+
+// Training settings given to the launcher on its command line travel on as DL_* variables;
+// those from the environment and the config file reach the trainer by themselves.
+std::vector<std::pair<std::string, std::string>> trainer_env(const settings::Layers& s) {
+  std::vector<std::pair<std::string, std::string>> env;
+  for (const auto& [key, value] : s.command_line_values()) {
+    if (settings::train().find_nothrow(key, false) != nullptr) {
+      env.emplace_back(settings::key_to_env(key), value);
+    }
+  }
+  return env;
+}
+
 }  // namespace
 
 std::optional<std::uint64_t> parse_memory_size(const std::string& text) {
@@ -138,14 +244,7 @@ std::string usage_text() {
 
 LaunchOptions parse_options(int argc, const char* const argv[]) {
   LaunchOptions opts;
-  std::vector<std::string> args;
-  for (int i = 1; i < argc; ++i) {
-    if (std::strcmp(argv[i], "--") == 0) {
-      opts.command.assign(argv + i + 1, argv + argc);
-      break;
-    }
-    args.emplace_back(argv[i]);
-  }
+  const std::vector<std::string> args = split_at_double_dash(argc, argv, &opts.command);
 
   settings::Layers s;
   s.add_command_line(args, command_line_options());
@@ -156,80 +255,11 @@ LaunchOptions parse_options(int argc, const char* const argv[]) {
   opts.json = s.has("json");
   opts.dry_run = s.has("dry-run") || opts.json;
 
-  // The workspace must be known before its config file can be read.
-  opts.workspace.value = s.has("workspace") ? s.get("workspace") : default_workspace();
-  opts.workspace.source = s.has("workspace") ? s.source("workspace") : "the workspace";
-
-  const bool explicit_config = s.has("config");
-  const std::string config_path =
-      explicit_config ? s.get("config") : opts.workspace.value + "/" + kConfigFileName;
-  if (s.add_config_file(config_path, explicit_config)) {
-    opts.config_file = config_path;
-    if (!explicit_config && s.config_file_sets("workspace")) {
-      throw UserError(exit_code::kBadConfig, "config file " + config_path +
-                                                 ": 'workspace' cannot be set inside the "
-                                                 "workspace's own dl.conf");
-    }
-  }
-
-  Request& r = opts.request;
-  if (auto w = s.integer("workers", 0, 100000, true)) r.workers = as_int(s, "workers", *w);
-  if (auto t = s.integer("threads", 1, 100000, true)) r.threads = as_int(s, "threads", *t);
-  if (auto b = s.integer("batch-size", 1, 10000000, true)) {
-    r.batch_size = as_int(s, "batch-size", *b);
-  }
-  if (s.has("memory-budget")) {
-    const auto bytes = parse_memory_size(s.get("memory-budget"));
-    if (!bytes) {
-      settings::bad_value(s.source("memory-budget"), s.get("memory-budget"),
-                          "a memory size such as 6GiB, 512MiB, 2G or a number of bytes");
-    }
-    r.memory_budget = Sourced<std::uint64_t>{*bytes, s.source("memory-budget")};
-  }
-  if (auto m = s.real("memory-margin", 0.0, 0.9)) {
-    r.memory_margin = {*m, s.source("memory-margin")};
-  }
-  if (auto retune = s.flag("retune")) opts.retune = *retune;
-  if (auto owner = s.flag("run-as-owner")) opts.run_as_owner = *owner;
-  r.precision = {s.one_of("precision", {"auto", "fp32", "fp16", "bf16"}, "auto"),
-                 s.source("precision")};
-  r.device = {device_value(s), s.source("device")};
-  if (auto n = s.integer("samples", 0, std::numeric_limits<std::int64_t>::max(), true)) {
-    r.samples = Sourced<std::int64_t>{*n, s.source("samples")};
-  }
-  if (s.has("input-shape") && s.get("input-shape") != "auto") {
-    const auto bytes = shape_bytes(s.get("input-shape"));
-    if (!bytes) {
-      settings::bad_value(s.source("input-shape"), s.get("input-shape"),
-                          "CxHxW with positive sizes, e.g. 3x224x224");
-    }
-    r.sample_bytes = {*bytes, s.source("input-shape")};
-  }
-  if (auto g = s.real("grace-period", 0.0, 86400.0)) opts.grace_seconds = *g;
-  if (s.has("name")) {
-    opts.run_name = s.get("name");
-    if (!is_safe_name(opts.run_name)) {
-      settings::bad_value(s.source("name"), opts.run_name,
-                          "letters, digits, '.', '-' or '_' (a directory name)");
-    }
-  }
-  opts.data_given = s.has("data");
-  opts.data = s.get("data");
-  if (s.has("model")) opts.model = s.get("model");
-  if (s.has("image-size") && s.get("image-size") != "auto") opts.image_size = s.get("image-size");
-  if (s.has("input-shape") && s.get("input-shape") != "auto") {
-    opts.input_shape = s.get("input-shape");
-  }
-  if (s.has("trainer")) opts.trainer = s.get("trainer");
-  if (s.has("nvml-library")) opts.nvml_library = s.get("nvml-library");
-
-  // Training settings given to the launcher on its command line travel on as DL_* variables;
-  // those from the environment and the config file reach the trainer by themselves.
-  for (const auto& [key, value] : s.command_line_values()) {
-    if (settings::train().find_nothrow(key, false) != nullptr) {
-      opts.trainer_env.emplace_back(settings::key_to_env(key), value);
-    }
-  }
+  read_workspace_and_config(s, &opts);
+  read_sizes(s, &opts.request);
+  read_run_settings(s, &opts);
+  read_program_settings(s, &opts);
+  opts.trainer_env = trainer_env(s);
   return opts;
 }
 

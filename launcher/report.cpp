@@ -4,7 +4,7 @@
 #include <cstdio>
 #include <sstream>
 
-#include "core/json_writer.h"
+#include "core/json.h"
 #include "core/text.h"
 #include "launcher/cuda_compat.h"
 
@@ -161,11 +161,10 @@ std::string render_text(const Launch& l, bool dry_run) {
   return out.str();
 }
 
-std::string render_json(const Launch& l) {
-  const Facts& f = l.facts;
-  JsonWriter w;
-  w.begin_object();
-  w.key("format").value("dl-launch-plan").key("version").value(1);
+namespace {
+
+// The machine as the probe saw it: the "facts" member of plan.json.
+void json_facts(JsonWriter& w, const Facts& f) {
   w.key("facts").begin_object();
   w.key("cpu").begin_object();
   w.key("online").value(f.cpu.online);
@@ -200,6 +199,15 @@ std::string render_json(const Launch& l) {
   }
   w.end_array().end_object();
   w.end_object();  // facts
+}
+
+}  // namespace
+
+std::string render_json(const Launch& l) {
+  JsonWriter w;
+  w.begin_object();
+  w.key("format").value("dl-launch-plan").key("version").value(1);
+  json_facts(w, l.facts);
 
   w.key("plan").begin_object();
   json_choice(w, "device", l.plan.device);

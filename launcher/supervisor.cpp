@@ -55,31 +55,44 @@ timespec to_timespec(Clock::duration d) {
   return ts;
 }
 
-}  // namespace
+// Restores the launcher's signal mask when supervision ends.
+struct MaskRestore {
+  sigset_t mask;
+  ~MaskRestore() { pthread_sigmask(SIG_SETMASK, &mask, nullptr); }
+};
 
-int supervise(const SpawnSpec& spec) {
-  const sigset_t set = supervised_signals();
-  sigset_t old_mask;
-  pthread_sigmask(SIG_BLOCK, &set, &old_mask);
-  struct MaskRestore {
-    sigset_t mask;
-    ~MaskRestore() { pthread_sigmask(SIG_SETMASK, &mask, nullptr); }
-  } restore{old_mask};
+// Makes `pgrp` the terminal's foreground group. From the background this would stop the launcher
+// with SIGTTOU, so that is ignored meanwhile.
+void set_foreground_group(pid_t pgrp) {
+  void (*previous)(int) = signal(SIGTTOU, SIG_IGN);
+  tcsetpgrp(STDIN_FILENO, pgrp);
+  signal(SIGTTOU, previous);
+}
 
+// Takes the terminal back for the launcher's group when supervision ends.
+struct TerminalBack {
+  bool active;
+  ~TerminalBack() {
+    if (active) set_foreground_group(getpgrp());
+  }
+};
+
+// The launcher's environment with the spec's variables on top.
+bp::environment program_environment(const SpawnSpec& spec) {
   bp::environment env = boost::this_process::environment();
   for (const auto& [k, v] : spec.env) env[k] = v;
-  const std::vector<std::string> args(spec.argv.begin() + 1, spec.argv.end());
+  return env;
+}
 
-  // On a terminal where the launcher is in the foreground, the program's group takes the
-  // terminal over (as a shell does for a job): otherwise a program that reads stdin (input(),
-  // pdb) is stopped by SIGTTIN, and Ctrl-C would reach the launcher only.
-  const bool own_terminal = isatty(STDIN_FILENO) != 0 && tcgetpgrp(STDIN_FILENO) == getpgrp();
+// Starts the program as `spec` says; throws UserError 126 when it cannot be started.
+bp::child start_child(const SpawnSpec& spec, bp::environment& env,
+                      const std::vector<std::string>& args, const sigset_t& old_mask,
+                      bool own_terminal) {
   const bool switch_user = spec.identity.has_value();
   const uid_t uid = switch_user ? spec.identity->uid : 0;
   const gid_t gid = switch_user ? spec.identity->gid : 0;
-  std::optional<bp::child> child;
   try {
-    child.emplace(
+    return bp::child(
         bp::exe = spec.argv[0], bp::args = args, bp::start_dir = spec.cwd, env,
         bp::extend::on_exec_setup = [&old_mask, own_terminal, switch_user, uid, gid](auto& exec) {
           // Groups first, the uid last: once the uid is dropped, the rest is not allowed.
@@ -102,60 +115,76 @@ int supervise(const SpawnSpec& spec) {
   } catch (const bp::process_error& e) {
     throw UserError(exit_code::kNotExecutable, "cannot start " + spec.argv[0] + ": " + e.what());
   }
-  const pid_t pid = child->id();
-  setpgid(pid, pid);  // also here, so the group exists before any signal is forwarded
-  struct TerminalBack {
-    bool active;
-    ~TerminalBack() {
-      if (!active) return;
-      // Taking the terminal back from the background would stop the launcher with SIGTTOU.
-      void (*previous)(int) = signal(SIGTTOU, SIG_IGN);
-      tcsetpgrp(STDIN_FILENO, getpgrp());
-      signal(SIGTTOU, previous);
-    }
-  } terminal_back{own_terminal};
-  if (own_terminal) {
-    void (*previous)(int) = signal(SIGTTOU, SIG_IGN);
-    tcsetpgrp(STDIN_FILENO, pid);
-    signal(SIGTTOU, previous);
-  }
+}
 
+// Forwards a stop signal to the program's group; the first one sets the deadline to kill it.
+void forward_stop_signal(int sig, pid_t pid, double grace_seconds,
+                         std::optional<Clock::time_point>* kill_at) {
+  if (!*kill_at) {
+    *kill_at = Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                  std::chrono::duration<double>(grace_seconds));
+    spdlog::warn(
+        "{} received: forwarding it to process group {}; killing it in {:g} s if it "
+        "has not exited",
+        strsignal(sig), pid, grace_seconds);
+  } else {
+    spdlog::warn("{} received again: forwarding it to process group {}", strsignal(sig), pid);
+  }
+  kill(-pid, sig);
+}
+
+// Waits for the program to end, forwarding stop signals and killing it after the grace period.
+void wait_for_child(bp::child& child, const sigset_t& set, double grace_seconds) {
+  const pid_t pid = child.id();
   std::optional<Clock::time_point> kill_at;
   bool killed = false;
   while (true) {
-    if (!child->running()) break;
+    if (!child.running()) break;
     auto wait = std::chrono::duration_cast<Clock::duration>(kPollInterval);
     if (kill_at) wait = std::min(wait, std::max(Clock::duration::zero(), *kill_at - Clock::now()));
     const timespec ts = to_timespec(wait);
     siginfo_t info{};
     const int sig = sigtimedwait(&set, &info, &ts);
     if (sig == SIGINT || sig == SIGTERM || sig == SIGHUP) {
-      if (!kill_at) {
-        kill_at = Clock::now() + std::chrono::duration_cast<Clock::duration>(
-                                     std::chrono::duration<double>(spec.grace_seconds));
-        spdlog::warn(
-            "{} received: forwarding it to process group {}; killing it in {:g} s if it "
-            "has not exited",
-            strsignal(sig), pid, spec.grace_seconds);
-      } else {
-        spdlog::warn("{} received again: forwarding it to process group {}", strsignal(sig), pid);
-      }
-      kill(-pid, sig);
+      forward_stop_signal(sig, pid, grace_seconds, &kill_at);
     }
-    if (kill_at && !killed && Clock::now() >= *kill_at && child->running()) {
+    if (kill_at && !killed && Clock::now() >= *kill_at && child.running()) {
       spdlog::error("process group {} still running {:g} s after the stop signal: killing it", pid,
-                    spec.grace_seconds);
+                    grace_seconds);
       kill(-pid, SIGKILL);
       killed = true;
     }
   }
+}
+
+}  // namespace
+
+int supervise(const SpawnSpec& spec) {
+  const sigset_t set = supervised_signals();
+  sigset_t old_mask;
+  pthread_sigmask(SIG_BLOCK, &set, &old_mask);
+  const MaskRestore restore{old_mask};
+
+  bp::environment env = program_environment(spec);
+  const std::vector<std::string> args(spec.argv.begin() + 1, spec.argv.end());
+  // On a terminal where the launcher is in the foreground, the program's group takes the
+  // terminal over (as a shell does for a job): otherwise a program that reads stdin (input(),
+  // pdb) is stopped by SIGTTIN, and Ctrl-C would reach the launcher only.
+  const bool own_terminal = isatty(STDIN_FILENO) != 0 && tcgetpgrp(STDIN_FILENO) == getpgrp();
+  bp::child child = start_child(spec, env, args, old_mask, own_terminal);
+  const pid_t pid = child.id();
+  setpgid(pid, pid);  // also here, so the group exists before any signal is forwarded
+  const TerminalBack terminal_back{own_terminal};
+  if (own_terminal) set_foreground_group(pid);
+
+  wait_for_child(child, set, spec.grace_seconds);
   // Signals that arrived after the program ended are consumed here rather than left pending for
   // the restored mask, where their default action would kill the launcher before it can return
   // the program's exit code.
   const timespec zero{};
   while (sigtimedwait(&set, nullptr, &zero) > 0) {
   }
-  return decode_status(child->native_exit_code());
+  return decode_status(child.native_exit_code());
 }
 
 }  // namespace dl

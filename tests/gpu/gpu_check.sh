@@ -23,8 +23,12 @@
 #   the LibTorch found (PyTorch's, else the system's) and runs the scaler check on the CPU, where
 #   LibTorch 1.13 has no fused kernels, so the plain path is checked against PyTorch's sequence.
 # --deps DIR: what env/gpu-deps.sh prepared (default <repo>/.gpu-deps): spdlog, fmt, Boost,
-#   GoogleTest, zlib as Debian 12 packs them; DIR/root.tar.xz is unpacked when DIR/root is missing.
-#   Without it the system's packages are used.
+#   GoogleTest, zlib, nlohmann/json as Debian 12 packs them; DIR/root.tar.xz is unpacked when
+#   DIR/root is missing. Without it the system's packages are used.
+#
+# It configures with CMakePresets.json's `gpu` preset (CMake 3.21 or newer; pip install cmake where
+# the machine's is older), adding on the command line what belongs to the machine: the generator
+# (Ninja where installed), PyTorch's LibTorch, the dependency folders, spdlog's linkage.
 #
 # Boost.program_options and spdlog from Debian use the C++11 ABI. PyTorch wheels before 2.7 use
 # the old one (torch._C._GLIBCXX_USE_CXX11_ABI == False): then dl-train and the unit tests cannot
@@ -79,7 +83,8 @@ if [ -d "$deps" ]; then
     cmake_deps=(
       "-Dspdlog_DIR=$cmake_lib/cmake/spdlog" "-Dfmt_DIR=$cmake_lib/cmake/fmt"
       "-DBoost_DIR=$(echo "$cmake_lib"/cmake/Boost-*)" "-DGTest_DIR=$cmake_lib/cmake/GTest"
-      "-DZLIB_ROOT=$deps/root/usr")
+      "-DZLIB_ROOT=$deps/root/usr"
+      "-Dnlohmann_json_DIR=$deps/root/usr/share/cmake/nlohmann_json")
     say "dependencies from $deps"
   fi
 fi
@@ -112,6 +117,12 @@ fi
 say "LibTorch: $torch_version${torch_prefix:+ ($torch_prefix)}, C++11 ABI $abi${gpu_name:+, GPU $gpu_name}"
 
 # --- configure and build -------------------------------------------------------------------------
+need=$(sed -n 's/.*"cmakeMinimumRequired": *{ *"major": *\([0-9]*\), *"minor": *\([0-9]*\).*/\1.\2/p' \
+  "$root/CMakePresets.json")
+have=$(cmake --version 2>/dev/null | sed -n '1s/^cmake version \([0-9]*\.[0-9]*\).*/\1/p')
+[ -n "$have" ] || die 69 "no cmake on PATH (pip install cmake)"
+[ "$(printf '%s\n' "$need" "$have" | sort -V | head -1)" = "$need" ] ||
+  die 69 "CMake $have is too old: CMakePresets.json needs CMake $need or newer (pip install cmake)"
 mkdir -p "$logs"
 generator=()
 command -v ninja >/dev/null 2>&1 && generator=(-G Ninja)
@@ -121,8 +132,7 @@ if [ "$abi" = "0" ]; then
   full=0
   say "PyTorch uses the pre-C++11 ABI: Debian's Boost cannot link with it; building dl_gpu_check only"
 fi
-configure=(cmake -S "$root" -B "$build" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release
-  -DDL_BUILD_BENCH=OFF -DDL_WERROR=OFF "${cmake_deps[@]}")
+configure=(cmake -S "$root" --preset gpu -B "$build" "${generator[@]}" "${cmake_deps[@]}")
 [ -n "$torch_prefix" ] && configure+=("-DCMAKE_PREFIX_PATH=$torch_prefix")
 # Explicit either way: a build directory remembers the last value.
 configure+=("-DDL_SPDLOG_HEADER_ONLY=$([ "$abi" = "0" ] && echo ON || echo OFF)")

@@ -19,7 +19,7 @@
 #include <string>
 #include <vector>
 
-#include "core/json_reader.h"
+#include "core/json.h"
 #include "support/data_sets.h"
 #include "support/files.h"
 #include "support/matchers.h"

@@ -22,7 +22,7 @@
 #endif
 
 #include "core/errors.h"
-#include "core/json_writer.h"
+#include "core/json.h"
 #include "core/settings.h"
 #include "data/batch.h"
 #include "data/buffer_pool.h"

@@ -56,32 +56,53 @@ void StepRunner::recover_from_oom(std::int64_t n, bool training) {
   }
 }
 
-namespace {
-
-// Running sums on the device, so adding a piece's totals does not wait for it.
-BatchTotals zero_totals(c10::Device device) {
+BatchTotals BatchTotals::zeros(c10::Device device) {
   BatchTotals t;
   t.loss_sum = torch::zeros({}, torch::TensorOptions().dtype(torch::kDouble).device(device));
   t.correct = torch::zeros({}, torch::TensorOptions().dtype(torch::kLong).device(device));
   return t;
 }
 
-}  // namespace
+BatchTotals& BatchTotals::operator+=(const BatchTotals& other) {
+  loss_sum += other.loss_sum;
+  correct += other.correct;
+  samples += other.samples;
+  return *this;
+}
 
-BatchTotals StepRunner::accumulate_gradients(const at::Tensor& images, const at::Tensor& labels) {
+double BatchTotals::mean_loss() const {
+  return samples > 0 ? loss_sum.item<double>() / static_cast<double>(samples) : 0.0;
+}
+
+double BatchTotals::accuracy() const {
+  return samples > 0
+             ? static_cast<double>(correct.item<std::int64_t>()) / static_cast<double>(samples)
+             : 0.0;
+}
+
+BatchTotals StepRunner::run_pieces(const at::Tensor& images, const at::Tensor& labels,
+                                   bool training) {
   const std::int64_t n = images.size(0);
   const auto pieces = micro_.split(n);
-  BatchTotals t = zero_totals(device_);
+  BatchTotals t = BatchTotals::zeros(device_);
+  t.samples = n;
   for (const auto& [start, len] : pieces) {
     const at::Tensor x = pieces.size() == 1 ? images : images.narrow(0, start, len);
     const at::Tensor y = pieces.size() == 1 ? labels : labels.narrow(0, start, len);
     const at::Tensor logits = forward_logits(net_, x, precision_, device_);
-    const at::Tensor loss = torch::nn::functional::cross_entropy(logits, y);
-    // The mean over the piece weighted by its share: the pieces' gradients sum to the batch's.
-    const at::Tensor weighted =
-        pieces.size() == 1 ? loss : loss * (static_cast<double>(len) / static_cast<double>(n));
-    scaler_.scale(weighted).backward();
-    t.loss_sum += loss.detach().to(torch::kDouble) * static_cast<double>(len);
+    if (training) {
+      const at::Tensor loss = torch::nn::functional::cross_entropy(logits, y);
+      // The mean over the piece weighted by its share: the pieces' gradients sum to the batch's.
+      const at::Tensor weighted =
+          pieces.size() == 1 ? loss : loss * (static_cast<double>(len) / static_cast<double>(n));
+      scaler_.scale(weighted).backward();
+      t.loss_sum += loss.detach().to(torch::kDouble) * static_cast<double>(len);
+    } else {
+      t.loss_sum +=
+          torch::nn::functional::cross_entropy(
+              logits, y, torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum))
+              .to(torch::kDouble);
+    }
     t.correct += logits.detach().argmax(1).eq(y).sum();
   }
   return t;
@@ -93,13 +114,13 @@ StepResult StepRunner::train(const at::Tensor& images, const at::Tensor& labels)
   while (true) {
     optimizer_.zero_grad();
     try {
-      r.totals = accumulate_gradients(images, labels);
+      r.totals = run_pieces(images, labels, /*training=*/true);
       break;
     } catch (const std::exception& e) {
       if (!is_out_of_memory(e)) throw;
     }
     // Outside the handler, so the exception (and anything it holds) is gone first; the step's
-    // activations went with accumulate_gradients' frames. Its partial gradients go now.
+    // activations went with run_pieces' frames. Its partial gradients go now.
     drop_gradients();
     recover_from_oom(n, /*training=*/true);
   }
@@ -118,28 +139,11 @@ StepResult StepRunner::train(const at::Tensor& images, const at::Tensor& labels)
   return r;
 }
 
-BatchTotals StepRunner::evaluate_pieces(const at::Tensor& images, const at::Tensor& labels) {
-  const std::int64_t n = images.size(0);
-  const auto pieces = micro_.split(n);
-  BatchTotals t = zero_totals(device_);
-  for (const auto& [start, len] : pieces) {
-    const at::Tensor x = pieces.size() == 1 ? images : images.narrow(0, start, len);
-    const at::Tensor y = pieces.size() == 1 ? labels : labels.narrow(0, start, len);
-    const at::Tensor logits = forward_logits(net_, x, precision_, device_);
-    t.loss_sum +=
-        torch::nn::functional::cross_entropy(
-            logits, y, torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum))
-            .to(torch::kDouble);
-    t.correct += logits.argmax(1).eq(y).sum();
-  }
-  return t;
-}
-
 BatchTotals StepRunner::evaluate(const at::Tensor& images, const at::Tensor& labels) {
   const std::int64_t n = images.size(0);
   while (true) {
     try {
-      return evaluate_pieces(images, labels);
+      return run_pieces(images, labels, /*training=*/false);
     } catch (const std::exception& e) {
       if (!is_out_of_memory(e)) throw;
     }

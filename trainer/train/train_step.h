@@ -7,6 +7,7 @@
 #include <ATen/core/Tensor.h>
 #include <c10/core/Device.h>
 
+#include <cstdint>
 #include <vector>
 
 #include "model/model.h"
@@ -25,9 +26,17 @@ namespace dl::train {
 at::Tensor forward_logits(model::Model& net, const at::Tensor& images, Precision precision,
                           c10::Device device);
 
+// Sums over samples of a batch, an epoch or a validation pass. The sums stay on the device, so
+// adding a batch's does not wait for it; mean_loss and accuracy read them back.
 struct BatchTotals {
   at::Tensor loss_sum;  // sum over samples of the per-sample loss: double, on the device
   at::Tensor correct;   // correctly classified samples: int64, on the device
+  std::int64_t samples = 0;
+
+  static BatchTotals zeros(c10::Device device);
+  BatchTotals& operator+=(const BatchTotals& other);
+  double mean_loss() const;  // 0 without samples
+  double accuracy() const;   // 0 without samples
 };
 
 struct StepResult {
@@ -52,8 +61,9 @@ class StepRunner {
   const MicroBatching& micro() const { return micro_; }
 
  private:
-  BatchTotals accumulate_gradients(const at::Tensor& images, const at::Tensor& labels);
-  BatchTotals evaluate_pieces(const at::Tensor& images, const at::Tensor& labels);
+  // The batch in micro-batches: the forward of each, and in training its backward, the
+  // gradients accumulating so that the pieces' sum to the batch's.
+  BatchTotals run_pieces(const at::Tensor& images, const at::Tensor& labels, bool training);
   void recover_from_oom(std::int64_t n, bool training);
   void drop_gradients();
 

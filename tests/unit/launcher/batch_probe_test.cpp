@@ -10,7 +10,7 @@
 #include <fstream>
 
 #include "core/errors.h"
-#include "core/json_reader.h"
+#include "core/json.h"
 #include "launcher/batch_probe.h"
 
 namespace dl::test {

@@ -7,7 +7,7 @@
 
 #include <string>
 
-#include "core/json_reader.h"
+#include "core/json.h"
 #include "support/matchers.h"
 
 namespace dl::test {

@@ -1,9 +1,12 @@
-// A small JSON reader for what the launcher reads back: the probe's one-line report and the
-// workspace's batch-size cache. Whole documents only; numbers keep their text, so byte counts
-// beyond 2^53 survive.
+// JSON for what the programs read and write: the probe's one-line report, the workspace's
+// batch-size cache, plan.json and --json. A small interface over nlohmann/json (which stays out of
+// this header): JsonValue, a parsed document read with typed, fallback-taking getters, and
+// JsonWriter, which builds one in order. Numbers keep their text, so byte counts beyond 2^53
+// survive both ways.
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
@@ -39,7 +42,7 @@ class JsonValue {
   std::string get_string(const std::string& key, const std::string& fallback) const;
 
  private:
-  friend class JsonParser;
+  friend struct JsonConverter;
   Type type_ = Type::kNull;
   bool bool_ = false;
   std::string text_;  // a string's value, or a number's text
@@ -47,7 +50,41 @@ class JsonValue {
   std::vector<std::pair<std::string, JsonValue>> members_;
 };
 
-// Parses a whole document; nullopt (with `error` set when given) on malformed input.
+// Parses a whole document; nullopt (with `error` set when given) on malformed input, or on
+// nesting deeper than 64 levels.
 std::optional<JsonValue> parse_json(const std::string& text, std::string* error = nullptr);
+
+// Writes a document in order: objects and arrays opened and closed, keys before values. The
+// text is indented by two spaces, one member or element per line; an object at the top ends
+// with a newline. NaN and infinities become null (JSON has neither).
+class JsonWriter {
+ public:
+  JsonWriter();
+  ~JsonWriter();
+  JsonWriter(const JsonWriter&) = delete;
+  JsonWriter& operator=(const JsonWriter&) = delete;
+
+  JsonWriter& begin_object();
+  JsonWriter& end_object();
+  JsonWriter& begin_array();
+  JsonWriter& end_array();
+  JsonWriter& key(const std::string& k);
+  JsonWriter& value(const std::string& v);
+  JsonWriter& value(const char* v) { return value(std::string(v)); }
+  JsonWriter& value(std::int64_t v);
+  JsonWriter& value(std::uint64_t v);
+  JsonWriter& value(int v) { return value(static_cast<std::int64_t>(v)); }
+  JsonWriter& value(double v);
+  JsonWriter& value(bool v);
+  JsonWriter& null();
+  std::string str() const;
+
+  // `s` as a JSON string literal, quotes included.
+  static std::string escape(const std::string& s);
+
+ private:
+  struct Tree;
+  std::unique_ptr<Tree> tree_;
+};
 
 }  // namespace dl

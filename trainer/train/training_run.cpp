@@ -1,0 +1,218 @@
+// Setting up a training run (training_run.h): the order of the steps is the order of the
+// checks, and each step's log line says what it chose.
+#include "train/training_run.h"
+
+#include <spdlog/sinks/basic_file_sink.h>
+#include <spdlog/spdlog.h>
+#include <torch/torch.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <stdexcept>
+
+#include "core/errors.h"
+#include "core/files.h"
+#include "model/adamw_state.h"
+#include "train/device.h"
+#include "train/model_setup.h"
+#include "train/pipeline_plan.h"
+#include "train/pipeline_tuner.h"
+
+namespace dl::train {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+bool exists(const std::string& path) {
+  return access(path.c_str(), F_OK) == 0;
+}
+
+// The run directory (and its parents), checked writable before training starts.
+void prepare_run_dir(const std::string& path) {
+  try {
+    make_dirs(path);
+  } catch (const UserError& e) {
+    throw UserError(e.code(), "run directory " + path + ": " + e.what());
+  }
+  if (access(path.c_str(), W_OK) != 0) {
+    throw UserError(exit_code::kCantWrite,
+                    "run directory " + path + " is not writable (" + std::strerror(errno) + ")");
+  }
+}
+
+// Workers and compute threads: the user's numbers where given, the rest measured (pipeline_plan.h).
+// Sets LibTorch's thread count and returns the loader's worker count.
+int choose_workers_and_threads(const TrainConfig& config, const DataSetup& d,
+                               const model::ModelSpec& spec, const torch::Device& device,
+                               Precision precision, const ScalerOptions& scaler, DeviceFeed& feed) {
+  if (config.workers >= 0 && config.threads > 0) {
+    torch::set_num_threads(config.threads);
+    return config.workers;
+  }
+  const PipelineLimits limits{config.workers, config.threads};
+  const int cores = usable_cores();
+  TuneSetup setup;
+  setup.source = d.train.get();
+  setup.transform = d.train_transform;
+  setup.spec = spec;
+  setup.device = device;
+  setup.precision = precision;
+  setup.scaler = scaler;
+  setup.config = &config;
+  setup.feed = &feed;
+  const auto start = Clock::now();
+  const PipelineCosts costs = measure_pipeline(setup, cores, thread_candidates(cores, limits));
+  const PipelineChoice choice = choose_pipeline(costs, limits);
+  torch::set_num_threads(choice.threads);
+  const PipelineChoice rule = cores_minus_two(cores);
+  std::string versus;
+  if (costs.step_seconds.count(rule.threads) != 0 &&
+      (rule.workers != choice.workers || rule.threads != choice.threads)) {
+    versus =
+        fmt::format("; cores-2 would give {} worker(s) + {} thread(s): {:.1f} ms", rule.workers,
+                    rule.threads, 1e3 * predict_batch_seconds(costs, rule.workers, rule.threads));
+  }
+  spdlog::info(
+      "pipeline: {} on {} core(s) -> {} worker(s), {} thread(s), {:.1f} ms/batch "
+      "predicted{} (measured in {:.1f} s)",
+      describe_costs(costs), cores, choice.workers, choice.threads, 1e3 * choice.predicted_seconds,
+      versus, std::chrono::duration<double>(Clock::now() - start).count());
+  return choice.workers;
+}
+
+// Restores the model, optimizer and loss scaler from last.pt, and where training stood.
+void resume(TrainingRun& run) {
+  if (!exists(run.last_path)) {
+    throw UserError(exit_code::kMissing, "--resume: " + run.last_path +
+                                             " does not exist; expected the last checkpoint "
+                                             "of this run (name the run with --name)");
+  }
+  model::CheckpointData c;
+  try {
+    c = model::load_checkpoint(run.last_path);
+    run.net->load_state(c.model_state);
+    model::import_adamw(*run.optimizer, run.params, c.optimizer);
+    // A run resumed in another precision keeps going: without saved scaler state (fp32 or
+    // bf16 before) fp16 starts from the initial scale; scaler state is unused without fp16.
+    if (run.scaler->enabled() && c.scaler.enabled) {
+      run.scaler->load(c.scaler);
+    } else if (run.scaler->enabled()) {
+      spdlog::info("resume: {} has no loss-scaler state; starting the scale at {:g}", run.last_path,
+                   run.config.loss_scale);
+    }
+  } catch (const std::exception& e) {
+    throw UserError(exit_code::kBadData, std::string("--resume: ") + e.what());
+  }
+  run.start_epoch = static_cast<int>(c.epoch);
+  run.last_val_acc = c.val_acc;
+  if (auto it = c.extra.find("best_val_acc"); it != c.extra.end()) {
+    run.best_val_acc = std::get<double>(it->second);
+  }
+  if (auto it = c.extra.find("global_step"); it != c.extra.end()) {
+    run.global_step = std::get<std::int64_t>(it->second);
+  }
+  spdlog::info("resumed from {} after epoch {} (best val_acc {:.2f}%)", run.last_path,
+               run.start_epoch, 100.0 * run.best_val_acc);
+}
+
+std::int64_t count_parameters(const std::vector<at::Tensor>& params) {
+  std::int64_t n = 0;
+  for (const auto& p : params) n += p.numel();
+  return n;
+}
+
+}  // namespace
+
+TrainingRun::TrainingRun(const TrainConfig& cfg)
+    : config(cfg),
+      device(choose_device(cfg.device)),
+      precision(resolve_precision(cfg.precision, cfg.precision_source, device)),
+      last_path(cfg.run_dir + "/last.pt"),
+      best_path(cfg.run_dir + "/best.pt") {
+  prepare_run_dir(config.run_dir);
+  // Everything logged also goes to the run's train.log.
+  spdlog::default_logger()->sinks().push_back(
+      std::make_shared<spdlog::sinks::basic_file_sink_mt>(config.run_dir + "/train.log"));
+  if (config.threads > 0) torch::set_num_threads(config.threads);
+  if (device.is_cuda()) at::globalContext().setBenchmarkCuDNN(true);
+  if (!precision.warning.empty()) spdlog::warn("precision: {}", precision.warning);
+
+  data = setup_data(config);
+  const data::ImageShape shape = data.train_transform.out;
+  spdlog::info("data: {} ({} training, {} validation samples, {} classes, {}x{}x{})", data.location,
+               data.train->size(), data.val->size(), data.train->num_classes(), shape.channels,
+               shape.height, shape.width);
+
+  const model::ModelSpec spec = model_spec(config, data);
+  const ScalerOptions scaler_settings = scaler_options(config, precision.precision);
+  feed = std::make_unique<DeviceFeed>(device, shape.channels, data.mean, data.std);
+  const int workers = choose_workers_and_threads(config, data, spec, device, precision.precision,
+                                                 scaler_settings, *feed);
+  // After the measurement (whose scratch model drew random numbers): the model's initial weights
+  // depend on the seed only.
+  torch::manual_seed(config.seed);
+  net = build_model(spec, device);
+  params = net->parameters();
+  optimizer = std::make_unique<torch::optim::AdamW>(params, adamw_options(config));
+  scaler = std::make_unique<GradScaler>(scaler_settings, device);
+  if (config.resume) resume(*this);
+  spdlog::info("model {} ({} parameters) on {}, {} threads, {} workers, batch {}, {} epochs",
+               net->name(), count_parameters(params), device.str(), torch::get_num_threads(),
+               workers, config.batch_size, config.epochs);
+  spdlog::info("precision {} ({}){}", precision_name(precision.precision), precision.reason,
+               scaler->enabled() ? fmt::format(", loss scale {:g}", scaler->current_scale()) : "");
+  runner = std::make_unique<StepRunner>(*net, *optimizer, params, *scaler, precision.precision,
+                                        device, config.clip_norm);
+
+  data::LoaderConfig train_cfg;
+  train_cfg.allocate = feed->allocator();
+  train_cfg.release = feed->releaser();
+  train_cfg.batch_size = config.batch_size;
+  train_cfg.workers = workers;
+  train_cfg.shuffle = true;
+  train_cfg.drop_last = true;
+  train_cfg.seed = config.seed;
+  train_cfg.transform = data.train_transform;
+  train_loader = std::make_unique<data::Loader>(*data.train, train_cfg);
+  data::LoaderConfig val_cfg = train_cfg;
+  val_cfg.shuffle = false;
+  val_cfg.drop_last = false;
+  val_cfg.transform = data.eval_transform;
+  val_loader = std::make_unique<data::Loader>(*data.val, val_cfg);
+
+  monitor = std::make_unique<Monitor>(config.monitor_every,
+                                      [](const std::string& line) { spdlog::info("{}", line); });
+  terminal = isatty(STDOUT_FILENO) != 0;
+  batches_per_epoch = config.limit_batches > 0
+                          ? std::min(config.limit_batches, train_loader->batches_per_epoch())
+                          : train_loader->batches_per_epoch();
+}
+
+TrainingRun::~TrainingRun() = default;
+
+model::CheckpointData TrainingRun::snapshot(int epochs_done, double val_acc) const {
+  model::CheckpointData c;
+  for (const auto& [name, tensor] : net->state()) {
+    c.model_state.emplace_back(name, tensor.detach().cpu());
+  }
+  c.optimizer = model::export_adamw(*optimizer, params);
+  c.scaler = scaler->state();
+  c.epoch = epochs_done;
+  c.val_acc = val_acc;
+  c.extra["best_val_acc"] = best_val_acc;
+  c.extra["global_step"] = static_cast<std::int64_t>(global_step);
+  return c;
+}
+
+void TrainingRun::save(const std::string& path, const model::CheckpointData& checkpoint) const {
+  if (!world.writes()) return;
+  try {
+    model::save_checkpoint(path, checkpoint);
+  } catch (const std::runtime_error& e) {
+    throw UserError(exit_code::kCantWrite, e.what());
+  }
+}
+
+}  // namespace dl::train

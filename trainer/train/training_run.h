@@ -1,0 +1,69 @@
+// One training run's state, set up in the order that keeps bad input cheap: device and precision
+// first (a setting that cannot work leaves no run directory behind), then the run directory and
+// its log, the data, the measured workers and threads, the model, optimizer and loss scaler, the
+// state of a resumed run, and the loaders. The loop (trainer.cpp) reads and advances it.
+#pragma once
+
+#include <c10/core/Device.h>
+#include <torch/optim/adamw.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "data/loader.h"
+#include "model/checkpoint.h"
+#include "model/model.h"
+#include "train/config.h"
+#include "train/data_setup.h"
+#include "train/device_feed.h"
+#include "train/grad_scaler.h"
+#include "train/monitor.h"
+#include "train/precision.h"
+#include "train/train_step.h"
+#include "train/world.h"
+
+namespace dl::train {
+
+struct TrainingRun {
+  // Throws UserError for bad input: device, precision, data, model, run directory, --resume.
+  explicit TrainingRun(const TrainConfig& config);
+  ~TrainingRun();
+  TrainingRun(const TrainingRun&) = delete;
+  TrainingRun& operator=(const TrainingRun&) = delete;
+
+  // The model, optimizer and scaler as a checkpoint after `epochs_done` epochs.
+  model::CheckpointData snapshot(int epochs_done, double val_acc) const;
+
+  // Writes `checkpoint` to `path` atomically, in the process that writes (World::writes).
+  // Throws UserError 73 when it cannot.
+  void save(const std::string& path, const model::CheckpointData& checkpoint) const;
+
+  const TrainConfig& config;
+  World world;
+  c10::Device device;
+  PrecisionChoice precision;
+  DataSetup data;
+  std::unique_ptr<DeviceFeed> feed;
+  std::unique_ptr<model::Model> net;
+  std::vector<at::Tensor> params;
+  std::unique_ptr<torch::optim::AdamW> optimizer;
+  std::unique_ptr<GradScaler> scaler;
+  std::unique_ptr<StepRunner> runner;
+  std::unique_ptr<data::Loader> train_loader;
+  std::unique_ptr<data::Loader> val_loader;
+  std::unique_ptr<Monitor> monitor;
+  std::int64_t batches_per_epoch = 0;  // --limit-batches, or the loader's full epoch
+  bool terminal = false;               // stdout is a terminal: a redrawn progress bar
+  std::string last_path, best_path;
+
+  // Where training stands: from the resumed checkpoint, then after each epoch.
+  int start_epoch = 0;
+  double best_val_acc = 0.0;
+  double last_val_acc = 0.0;
+  std::int64_t global_step = 0;
+  std::int64_t skipped_total = 0;  // undecodable samples over all epochs
+};
+
+}  // namespace dl::train
