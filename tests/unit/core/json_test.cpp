@@ -124,5 +124,36 @@ TEST(Json, WhatTheWriterWritesTheReaderReadsBack) {
   EXPECT_EQ(doc->find("list")->items()[1].as_bool(), false);
 }
 
+// Moved here from the launcher's probe tests.
+TEST(JsonReader, Values) {
+  std::string error;
+  const auto v = parse_json(
+      R"( {"a": [1, -2.5e2, true, false, null], "s": "x\"y\\z\n\u00e9\ud83d\ude00", "o": {}} )",
+      &error);
+  ASSERT_TRUE(v) << error;
+  const JsonValue* a = v->find("a");
+  ASSERT_TRUE(a && a->is_array());
+  ASSERT_EQ(a->items().size(), 5u);
+  EXPECT_EQ(a->items()[0].as_i64(), 1);
+  EXPECT_DOUBLE_EQ(*a->items()[1].as_double(), -250.0);
+  EXPECT_FALSE(a->items()[1].as_i64()) << "not a whole number";
+  EXPECT_EQ(a->items()[2].as_bool(), true);
+  EXPECT_EQ(a->items()[4].type(), JsonValue::Type::kNull);
+  EXPECT_EQ(v->get_string("s", ""), "x\"y\\z\n\xc3\xa9\xf0\x9f\x98\x80");
+  EXPECT_TRUE(v->find("o")->is_object());
+  EXPECT_EQ(v->get_i64("missing", 7), 7);
+  EXPECT_EQ(v->get_i64("s", 7), 7) << "mistyped falls back";
+}
+
+TEST(JsonReader, RejectsMalformedDocuments) {
+  for (const char* bad : {"", "{", "[1,]", "{\"a\" 1}", "{\"a\":1} x", "\"\\q\"", "tru", "-",
+                          "\"unterminated", "{\"a\":\"\x01\"}"}) {
+    std::string error;
+    EXPECT_FALSE(parse_json(bad, &error)) << bad;
+    EXPECT_FALSE(error.empty()) << bad;
+  }
+  EXPECT_FALSE(parse_json(std::string(100, '[') + std::string(100, ']'))) << "too deep";
+}
+
 }  // namespace
 }  // namespace dl::test

@@ -2,6 +2,7 @@
 // stores in a real directory (other keys kept, newest last, bounded), and that a damaged file is
 // an empty cache rather than a failed launch.
 #include "launcher/batch_cache.h"
+#include "support/temp_dir.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -55,19 +56,14 @@ BatchSearchRecord record(std::int64_t batch) {
 
 class BatchCacheFiles : public ::testing::Test {
  protected:
-  void SetUp() override {
-    char tmpl[] = "/tmp/dl-batch-cache-XXXXXX";
-    ASSERT_NE(mkdtemp(tmpl), nullptr);
-    ws_ = tmpl;
-  }
-  void TearDown() override { fs::remove_all(ws_); }
+  TempDir tmp_;
   std::string read(const std::string& path) {
     std::ifstream in(path);
     std::ostringstream s;
     s << in.rdbuf();
     return s.str();
   }
-  std::string ws_;
+  std::string ws_ = tmp_.path();
 };
 
 TEST(BatchCacheKeyText, EveryPartTellsKeysApart) {

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "core/errors.h"
+#include "support/temp_dir.h"
 
 extern char** environ;
 
@@ -28,15 +29,9 @@ class OptionsTest : public ::testing::Test {
       if (entry.rfind("DL_", 0) == 0) names.push_back(entry.substr(0, entry.find('=')));
     }
     for (const auto& n : names) unsetenv(n.c_str());
-    char tmpl[] = "/tmp/dl-options-XXXXXX";
-    ASSERT_NE(mkdtemp(tmpl), nullptr);
-    dir_ = tmpl;
   }
   void TearDown() override {
     for (const char* n : set_) unsetenv(n);
-    std::remove((dir_ + "/dl.conf").c_str());
-    std::remove((dir_ + "/other.conf").c_str());
-    rmdir(dir_.c_str());
   }
   void env(const char* name, const char* value) {
     setenv(name, value, 1);
@@ -62,7 +57,8 @@ class OptionsTest : public ::testing::Test {
     return UserError(0, "");
   }
 
-  std::string dir_;
+  TempDir tmp_;
+  std::string dir_ = tmp_.path();
   std::vector<const char*> set_;
 };
 
