@@ -5,7 +5,7 @@
 # `dl-launch --version`, `dl-launch --dry-run`, and a short training on the default data.
 # Prints the build and runtime stages' sizes and the wall time of each step.
 #
-#   tests/image/smoke_build.sh [WORK_DIR]     (default: <repo>/build/image-smoke)
+#   tests/image/smoke_build.sh [WORK_DIR]     (default: /var/cache/dl-tools/image-smoke)
 #
 # WORK_DIR keeps the image store, the base image's root file system as a tarball (made once),
 # and the logs. Exit codes: 0 passed, 77 skipped (not root, or buildah/debootstrap missing; the
@@ -13,7 +13,7 @@
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-work=${1:-$root/build/image-smoke}
+work=${1:-/var/cache/dl-tools/image-smoke}
 suite=bookworm
 base_image=localhost/dl-smoke-base:$suite
 tag=localhost/dl-smoke
