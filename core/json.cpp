@@ -2,9 +2,10 @@
 // library's; this file converts its documents to and from the small interface of json.h.
 #include "core/json.h"
 
-#include <cerrno>
 #include <cstdlib>
 #include <nlohmann/json.hpp>
+
+#include "core/text.h"
 
 namespace dl {
 
@@ -96,21 +97,11 @@ std::optional<double> JsonValue::as_double() const {
 }
 
 std::optional<std::int64_t> JsonValue::as_i64() const {
-  if (type_ != Type::kNumber) return std::nullopt;
-  errno = 0;
-  char* end = nullptr;
-  const long long v = std::strtoll(text_.c_str(), &end, 10);
-  if (errno != 0 || *end != '\0') return std::nullopt;
-  return static_cast<std::int64_t>(v);
+  return type_ == Type::kNumber ? parse_i64(text_) : std::nullopt;
 }
 
 std::optional<std::uint64_t> JsonValue::as_u64() const {
-  if (type_ != Type::kNumber || text_.empty() || text_[0] == '-') return std::nullopt;
-  errno = 0;
-  char* end = nullptr;
-  const unsigned long long v = std::strtoull(text_.c_str(), &end, 10);
-  if (errno != 0 || *end != '\0') return std::nullopt;
-  return static_cast<std::uint64_t>(v);
+  return type_ == Type::kNumber ? parse_u64(text_) : std::nullopt;
 }
 
 std::optional<std::string> JsonValue::as_string() const {

@@ -61,10 +61,6 @@ std::string format_bytes(std::uint64_t bytes) {
   return buf;
 }
 
-}  // namespace dl
-
-namespace dl {
-
 std::string format_number(double v) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%g", v);
