@@ -1,4 +1,5 @@
-// The environment contract between dl-launch and the program it starts (docs/reference.md, "Environment").
+// The environment contract between dl-launch and the program it starts (docs/reference.md,
+// "Environment").
 #include <cstdlib>
 
 #include "launcher/launch.h"
