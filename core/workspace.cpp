@@ -1,7 +1,6 @@
 // Workspace checks and run directories.
 #include "core/workspace.h"
 
-#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 

@@ -2,10 +2,6 @@
 // "trials": [...]}, ...]}, newest entry last.
 #include "launcher/batch_cache.h"
 
-#include <sys/stat.h>
-
-#include <cerrno>
-#include <cstring>
 #include <fstream>
 #include <sstream>
 
