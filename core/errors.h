@@ -22,6 +22,7 @@ constexpr int kMissing = 66;       // workspace, config file or data does not ex
 constexpr int kUnavailable = 69;   // a device the machine does not have, or too little memory
 constexpr int kInternal = 70;      // a bug: please report it
 constexpr int kCantWrite = 73;     // workspace or run directory not writable
+constexpr int kRendezvous = 75;    // the ranks could not meet (timeout, port in use), or a peer failed
 constexpr int kNoPermission = 77;  // config file not readable
 constexpr int kDiverged = 80;      // the loss became NaN or infinite (dl-train)
 constexpr int kNotExecutable = 126;
@@ -53,6 +54,10 @@ inline constexpr ExitCodeRow kExitCodes[] = {
      "workspace not writable (the message names its owner) or not a directory; init: DIR cannot "
      "be created",
      "run directory or checkpoint not writable"},
+    {"75",
+     "the ranks of a distributed run could not be started (no free port, node list unreadable)",
+     "the ranks could not meet (rendezvous timeout, port in use) or a collective failed (a peer "
+     "died, --dist-timeout passed)"},
     {"77", "config file not readable", "config file not readable"},
     {"80", "", "the loss became NaN or infinite (the last good checkpoint is kept)"},
     {"126", "the command is not executable, or cannot be started as the workspace's owner", ""},
