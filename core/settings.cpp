@@ -63,7 +63,13 @@ po::options_description make_train() {
     ("loss-scale-interval", po::value<std::string>(), "clean steps before the GradScaler grows the scale (default 2000)")
     ("probe-batch", po::value<std::string>(), "probe mode: run a few training steps at this batch size on synthetic data and print peak memory as JSON")
     ("limit-batches", po::value<std::string>(), "train on at most this many batches per epoch, 0 for all (default 0)")
-    ("resume", po::value<std::string>()->implicit_value("true"), "continue from the run's last.pt (--resume, or true/false)");
+    ("resume", po::value<std::string>()->implicit_value("true"), "continue from the run's last.pt (--resume, or true/false)")
+    ("dist-backend", po::value<std::string>(), "distributed: auto (nccl on CUDA, gloo on CPU), gloo or nccl (default auto)")
+    ("dist-timeout", po::value<std::string>(), "distributed: seconds a collective may wait for the other ranks (default 300)")
+    ("rdzv-timeout", po::value<std::string>(), "distributed: seconds for every rank to arrive at MASTER_ADDR:MASTER_PORT (default 300)")
+    ("lr-scaling", po::value<std::string>(), "distributed: none keeps --lr, linear multiplies it by the world size, sqrt by its square root (default none)")
+    ("bucket-mb", po::value<std::string>(), "distributed: gradient bucket size in MiB, as DDP's bucket_cap_mb (default 25)")
+    ("overlap", po::value<std::string>()->implicit_value("true"), "distributed: reduce gradient buckets during backward (default true; false waits for backward to end)");
   // clang-format on
   return d;
 }

@@ -30,11 +30,11 @@ std::vector<std::int64_t> epoch_order(std::int64_t size, bool shuffle, std::uint
   return order;
 }
 
-std::uint32_t sample_seed(std::uint64_t seed, int epoch, std::int64_t position) {
-  const std::uint64_t key =
+std::uint32_t sample_seed(std::uint64_t seed, int epoch, std::int64_t key) {
+  const std::uint64_t mixed =
       mix_seed(mix_seed(seed ^ kAugmentDomain, static_cast<std::uint64_t>(epoch)),
-               static_cast<std::uint64_t>(position));
-  return static_cast<std::uint32_t>(key ^ (key >> 32));
+               static_cast<std::uint64_t>(key));
+  return static_cast<std::uint32_t>(mixed ^ (mixed >> 32));
 }
 
 }  // namespace dl::data

@@ -66,13 +66,14 @@ struct Loader::Impl {
       : source(s),
         config(std::move(c)),
         sample_bytes(config.transform.out.bytes()),
+        epoch_size(config.order ? static_cast<std::int64_t>(config.order(0).size()) : s.size()),
         window(static_cast<std::size_t>(std::max(1, config.workers * config.prefetch_per_worker))),
         pool(BufferPool::create(Batch::block_bytes(config.transform.out, config.batch_size),
                                 config.allocate, config.release)),
         slots(window) {}
 
   std::int64_t batches_per_epoch() const {
-    const std::int64_t size = source.size();
+    const std::int64_t size = epoch_size;
     const std::int64_t bs = config.batch_size;
     return config.drop_last ? size / bs : (size + bs - 1) / bs;
   }
@@ -87,12 +88,12 @@ struct Loader::Impl {
     // Seeding mt19937 costs microseconds, as much as copying an MNIST sample many times over, so
     // only augmentation reseeds per sample. Evaluation draws nothing from the stream; a source that
     // did would still be deterministic, as one thread assembles a batch from a per-batch seed.
-    std::mt19937 rng(sample_seed(config.seed, plan.epoch, begin));
+    std::mt19937 rng(sample_seed(config.seed, plan.epoch, plan.order[static_cast<std::size_t>(begin)]));
     for (std::int64_t pos = begin; pos < end; ++pos) {
       if (generation.load(std::memory_order_relaxed) != plan.generation) return false;
       const std::int64_t index = plan.order[static_cast<std::size_t>(pos)];
       if (config.transform.train && pos != begin)
-        rng.seed(sample_seed(config.seed, plan.epoch, pos));
+        rng.seed(sample_seed(config.seed, plan.epoch, index));
       // A failed sample's slot is reused by the next good one: good samples stay contiguous.
       if (source.load(index, config.transform, rng,
                       batch.images() + static_cast<std::size_t>(n) * sample_bytes)) {
@@ -143,7 +144,13 @@ struct Loader::Impl {
   void start_epoch(int epoch) {
     auto next_plan = std::make_shared<Plan>();
     next_plan->epoch = epoch;
-    next_plan->order = epoch_order(source.size(), config.shuffle, config.seed, epoch);
+    next_plan->order = config.order ? config.order(epoch)
+                                    : epoch_order(source.size(), config.shuffle, config.seed, epoch);
+    if (static_cast<std::int64_t>(next_plan->order.size()) != epoch_size) {
+      throw std::invalid_argument("loader: epoch " + std::to_string(epoch) + " has " +
+                                  std::to_string(next_plan->order.size()) + " samples, not " +
+                                  std::to_string(epoch_size));
+    }
     next_plan->batches = batches_per_epoch();
     {
       std::unique_lock<std::mutex> lock(mutex);
@@ -206,6 +213,7 @@ struct Loader::Impl {
   const SampleSource& source;
   const LoaderConfig config;
   const std::size_t sample_bytes;
+  const std::int64_t epoch_size;  // samples in every epoch's order
   const std::size_t window;
   std::shared_ptr<BufferPool> pool;
 

@@ -1,14 +1,17 @@
 // The multi-worker prefetching loader: turns a SampleSource into batches of uint8 CHW images, in
 // order, with a bounded number of batches prepared ahead by long-lived worker threads.
 //
-// Reproducibility: the epoch's order comes from (seed, epoch) and each sample's augmentation from
-// (seed, epoch, position in the epoch), so a seed gives byte-identical batches whatever the number
-// of workers (0 included), and a run can resume at any epoch.
+// Reproducibility: the epoch's order comes from (seed, epoch) (or the caller's `order`) and each
+// sample's augmentation from (seed, epoch, sample index), so a seed gives byte-identical batches
+// whatever the number of workers (0 included) and whichever process of a distributed run loads
+// the sample, and a run can resume at any epoch.
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
+#include <vector>
 
 #include "data/batch.h"
 #include "data/buffer_pool.h"
@@ -23,6 +26,10 @@ struct LoaderConfig {
   // Batches prepared ahead per worker; at most workers * prefetch_per_worker are in flight.
   int prefetch_per_worker = 2;
   bool shuffle = false;
+  // The sample indices of each epoch, in order, when the caller decides them (a distributed
+  // sampler's share of the data set); every epoch must have the same count. Empty: 0..size-1,
+  // shuffled from (seed, epoch) when `shuffle`.
+  std::function<std::vector<std::int64_t>(int epoch)> order;
   // Drop the last, short batch (the epoch then has size / batch_size batches).
   bool drop_last = false;
   std::uint64_t seed = 0;

@@ -330,6 +330,10 @@ CheckpointData load_checkpoint(const std::string& path) {
     throw std::runtime_error("checkpoint " + path + ": cannot read the file (" + error.what() +
                              "); " + kExpected);
   }
+  return parse_checkpoint(bytes, path);
+}
+
+CheckpointData parse_checkpoint(const std::vector<char>& bytes, const std::string& path) {
   IValue root;
   try {
     root = torch::jit::pickle_load(bytes);

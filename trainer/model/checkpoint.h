@@ -84,4 +84,8 @@ void save_checkpoint(const std::string& path, const CheckpointData& data);
 // one line naming the file when it is missing, truncated, corrupt or has the wrong layout.
 CheckpointData load_checkpoint(const std::string& path);
 
+// The same from a checkpoint file's bytes, read elsewhere (a distributed run's rank 0); `path`
+// names it in messages.
+CheckpointData parse_checkpoint(const std::vector<char>& bytes, const std::string& path);
+
 }  // namespace dl::model

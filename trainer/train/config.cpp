@@ -109,6 +109,12 @@ ParsedArgs parse_train_args(int argc, const char* const argv[]) {
     c.limit_batches = *v;
   }
   if (auto v = s.flag("resume")) c.resume = *v;
+  c.dist_backend = s.one_of("dist-backend", {"auto", "gloo", "nccl"}, "auto");
+  if (auto v = s.real("dist-timeout", 1.0, 86400.0)) c.dist_timeout = *v;
+  if (auto v = s.real("rdzv-timeout", 1.0, 86400.0)) c.rdzv_timeout = *v;
+  c.lr_scaling = s.one_of("lr-scaling", {"none", "linear", "sqrt"}, "none");
+  if (auto v = s.real("bucket-mb", 0.001, 4096.0)) c.bucket_mb = *v;
+  if (auto v = s.flag("overlap")) c.overlap = *v;
 
   const char* run_dir = std::getenv("DL_RUN_DIR");
   if (run_dir != nullptr && *run_dir != '\0') {

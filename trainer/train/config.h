@@ -34,6 +34,13 @@ struct TrainConfig {
   double max_bad_fraction = 0.01;
   std::int64_t limit_batches = 0;  // 0: every batch of the epoch
   bool resume = false;
+  // Distributed training (the torchrun contract in the environment says how many ranks).
+  std::string dist_backend = "auto";  // auto | gloo | nccl
+  double dist_timeout = 300.0;        // seconds
+  double rdzv_timeout = 300.0;        // seconds
+  std::string lr_scaling = "none";    // none | linear | sqrt
+  double bucket_mb = 25.0;
+  bool overlap = true;
   std::string run_dir;      // DL_RUN_DIR, else runs/<timestamp> in the working directory
   std::string config_file;  // the file read, if any
 };

@@ -8,7 +8,9 @@
 
 namespace dl::train {
 
-// "auto", "cpu", "cuda" or "cuda:N". Throws UserError (69) for a CUDA device LibTorch cannot see.
-c10::Device choose_device(const std::string& asked);
+// "auto", "cpu", "cuda" or "cuda:N"; "auto" and "cuda" mean cuda:`index`, which is a
+// distributed rank's LOCAL_RANK (one GPU per local rank, as under torchrun). Throws UserError (69)
+// for a CUDA device LibTorch cannot see.
+c10::Device choose_device(const std::string& asked, int index = 0);
 
 }  // namespace dl::train

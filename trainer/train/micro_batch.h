@@ -27,6 +27,12 @@ class MicroBatching {
   // Returns false when they are single samples already.
   bool shrink(std::int64_t n);
 
+  // Takes pieces of `limit` samples when they are smaller than this one's (another rank's after
+  // its out-of-memory: every rank of a distributed run steps in the same pieces).
+  void adopt(std::int64_t limit) {
+    if (limit > 0 && (limit_ == 0 || limit < limit_)) limit_ = limit;
+  }
+
   // "out of memory at batch 64: continuing with 2 micro-batches of 32 (gradient accumulation
   // keeps the batch at 64)"
   std::string describe_shrink(std::int64_t n) const;

@@ -87,6 +87,7 @@ BatchTotals StepRunner::run_pieces(const at::Tensor& images, const at::Tensor& l
   BatchTotals t = BatchTotals::zeros(device_);
   t.samples = n;
   for (const auto& [start, len] : pieces) {
+    if (training && sync_ != nullptr) sync_->before_backward(start + len == n);
     const at::Tensor x = pieces.size() == 1 ? images : images.narrow(0, start, len);
     const at::Tensor y = pieces.size() == 1 ? labels : labels.narrow(0, start, len);
     const at::Tensor logits = forward_logits(net_, x, precision_, device_);
@@ -113,19 +114,40 @@ StepResult StepRunner::train(const at::Tensor& images, const at::Tensor& labels)
   StepResult r;
   while (true) {
     optimizer_.zero_grad();
+    bool failed = false;
     try {
       r.totals = run_pieces(images, labels, /*training=*/true);
-      break;
     } catch (const std::exception& e) {
       if (!is_out_of_memory(e)) throw;
+      failed = true;
     }
     // Outside the handler, so the exception (and anything it holds) is gone first; the step's
     // activations went with run_pieces' frames. Its partial gradients go now.
-    drop_gradients();
-    recover_from_oom(n, /*training=*/true);
+    if (failed) {
+      drop_gradients();
+      recover_from_oom(n, /*training=*/true);
+    }
+    if (sync_ != nullptr) {
+      // Every rank retries when any failed, in the smallest pieces any rank needs.
+      const StepAgreement agreed = sync_->agree(failed, micro_.limit());
+      r.stop_signal = agreed.stop_signal;
+      if (!agreed.failed) break;
+      if (!failed) {
+        drop_gradients();
+        micro_.adopt(agreed.piece);
+        spdlog::warn("another rank ran out of memory at batch {}: continuing in pieces of {}", n,
+                     micro_.limit());
+      } else {
+        micro_.adopt(agreed.piece);
+      }
+      continue;
+    }
+    if (!failed) break;
   }
   try {
-    // Clipping needs the true gradients: unscale first (a no-op without loss scaling).
+    // Clipping needs the true gradients: unscale first (a no-op without loss scaling). In a
+    // distributed run they are already the average over the ranks, so every rank clips, skips
+    // or steps alike.
     scaler_.unscale(optimizer_);
     if (clip_norm_ > 0) torch::nn::utils::clip_grad_norm_(params_, clip_norm_);
     r.stepped = scaler_.step(optimizer_);

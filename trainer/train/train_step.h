@@ -14,6 +14,7 @@
 #include "train/grad_scaler.h"
 #include "train/micro_batch.h"
 #include "train/precision.h"
+#include "train/step_sync.h"
 
 namespace torch::optim {
 class Optimizer;
@@ -42,6 +43,7 @@ struct BatchTotals {
 struct StepResult {
   BatchTotals totals;
   bool stepped = true;  // false: the scaler found inf/NaN gradients and skipped the step
+  int stop_signal = 0;  // distributed: the stop signal the ranks agreed on after this step
 };
 
 class StepRunner {
@@ -60,6 +62,10 @@ class StepRunner {
 
   const MicroBatching& micro() const { return micro_; }
 
+  // Distributed training: the gradients are averaged over the ranks, and every out-of-memory
+  // decision is taken together (step_sync.h). Null (the default): one process.
+  void set_sync(StepSync* sync) { sync_ = sync; }
+
  private:
   // The batch in micro-batches: the forward of each, and in training its backward, the
   // gradients accumulating so that the pieces' sum to the batch's.
@@ -75,6 +81,7 @@ class StepRunner {
   c10::Device device_;
   double clip_norm_;
   MicroBatching micro_;
+  StepSync* sync_ = nullptr;
 };
 
 }  // namespace dl::train

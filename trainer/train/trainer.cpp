@@ -7,13 +7,11 @@
 // micro-batches, out-of-memory recovery) train_step.*.
 #include "train/trainer.h"
 
-#include <signal.h>
 #include <spdlog/spdlog.h>
 #include <torch/torch.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstring>
@@ -22,25 +20,13 @@
 #include "core/text.h"
 #include "train/metrics.h"
 #include "train/progress.h"
+#include "train/stop_signal.h"
 #include "train/training_run.h"
 
 namespace dl::train {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-std::atomic<int> g_stop_signal{0};
-
-void on_stop_signal(int sig) {
-  g_stop_signal.store(sig);
-}
-
-void install_stop_handlers() {
-  struct sigaction sa {};
-  sa.sa_handler = on_stop_signal;
-  sigemptyset(&sa.sa_mask);
-  for (int s : {SIGINT, SIGTERM, SIGHUP}) sigaction(s, &sa, nullptr);
-}
 
 double seconds_since(Clock::time_point t) {
   return std::chrono::duration<double>(Clock::now() - t).count();
@@ -85,17 +71,24 @@ TrainedEpoch train_epoch(TrainingRun& run, int epoch) {
                     run.terminal);
   TrainedEpoch trained;
   trained.totals = BatchTotals::zeros(run.device);
+  // One process stops when it is asked to; the ranks of a distributed run stop at the step after
+  // which they agreed to (StepResult::stop_signal), so that none waits on a collective.
+  const bool alone = run.world.size() == 1;
   const auto start = Clock::now();
-  while (g_stop_signal.load() == 0 && trained.batches < run.batches_per_epoch) {
+  while ((!alone || stop_signal() == 0) && trained.stop_signal == 0 &&
+         trained.batches < run.batches_per_epoch) {
     const auto waiting = Clock::now();
     auto batch = run.train_loader->next();
     trained.data_wait_seconds += seconds_since(waiting);
     if (!batch) break;
     trained.skipped += batch->skipped();
-    if (batch->n() == 0) continue;
+    // A batch none of whose samples decoded: one process skips it; a rank steps all the same,
+    // contributing no gradient, because the others wait for its share.
+    if (batch->n() == 0 && alone) continue;
     at::Tensor images, labels;
     run.feed->upload(std::move(*batch), &images, &labels);
     const StepResult step = run.runner->train(images, labels);
+    trained.stop_signal = step.stop_signal;
     ++run.global_step;
     ++trained.batches;
     if (!step.stepped) ++trained.overflow_steps;
@@ -110,7 +103,7 @@ TrainedEpoch train_epoch(TrainingRun& run, int epoch) {
     }
   }
   progress.finish();
-  trained.stop_signal = g_stop_signal.load();
+  if (alone) trained.stop_signal = stop_signal();
   trained.seconds = seconds_since(start);
   return trained;
 }
@@ -139,20 +132,22 @@ int stop_mid_epoch(TrainingRun& run, int epoch, const TrainedEpoch& trained) {
 
 // Names the samples that could not be decoded this epoch, and ends the run (exit 65) when they
 // are more than --max-bad-fraction of it.
+// In a distributed run the counts are every rank's, so that all ranks decide alike.
 void check_decode_failures(TrainingRun& run, const TrainedEpoch& trained) {
-  if (trained.skipped == 0) return;
-  run.skipped_total += trained.skipped;
-  const std::int64_t seen = trained.totals.samples + trained.skipped;
-  const double bad_fraction = static_cast<double>(trained.skipped) / static_cast<double>(seen);
+  const std::int64_t skipped = run.world.sum(trained.skipped);
+  if (skipped == 0) return;
+  run.skipped_total += skipped;
+  const std::int64_t seen = run.world.sum(trained.totals.samples) + skipped;
+  const double bad_fraction = static_cast<double>(skipped) / static_cast<double>(seen);
   const auto bad = run.data.train->failures();
   std::string names;
   for (std::size_t i = 0; i < bad.size() && i < 5; ++i) names += (i ? ", " : "") + bad[i];
   if (bad.size() > 5) names += " and " + std::to_string(bad.size() - 5) + " more";
   spdlog::warn("{} sample(s) could not be decoded and were skipped this epoch ({:.2f}%){}{}",
-               trained.skipped, 100.0 * bad_fraction, names.empty() ? "" : ": ", names);
+               skipped, 100.0 * bad_fraction, names.empty() ? "" : ": ", names);
   if (bad_fraction > run.config.max_bad_fraction) {
     throw UserError(exit_code::kBadData,
-                    "data " + run.data.location + ": " + std::to_string(trained.skipped) + " of " +
+                    "data " + run.data.location + ": " + std::to_string(skipped) + " of " +
                         std::to_string(seen) +
                         " samples could not be decoded, above --max-bad-fraction " +
                         format_number(run.config.max_bad_fraction));
@@ -224,7 +219,7 @@ int run_training(const TrainConfig& config) {
   install_stop_handlers();
   TrainingRun run(config);
   for (int epoch = run.start_epoch; epoch < config.epochs; ++epoch) {
-    const double lr = cosine_lr(config.lr, epoch, config.epochs);
+    const double lr = cosine_lr(run.base_lr, epoch, config.epochs);
     set_lr(*run.optimizer, lr);
     const auto epoch_start = Clock::now();
     TrainedEpoch trained = train_epoch(run, epoch);

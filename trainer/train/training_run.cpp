@@ -7,7 +7,9 @@
 #include <torch/torch.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cmath>
 #include <chrono>
 #include <cstring>
 #include <stdexcept>
@@ -16,9 +18,11 @@
 #include "core/files.h"
 #include "model/adamw_state.h"
 #include "train/device.h"
+#include "train/distributed_sampler.h"
 #include "train/model_setup.h"
 #include "train/pipeline_plan.h"
 #include "train/pipeline_tuner.h"
+#include "train/stop_signal.h"
 
 namespace dl::train {
 namespace {
@@ -83,15 +87,26 @@ int choose_workers_and_threads(const TrainConfig& config, const DataSetup& d,
 }
 
 // Restores the model, optimizer and loss scaler from last.pt, and where training stood.
+// In a distributed run rank 0 reads the file and every rank gets its bytes: the other nodes
+// need not see rank 0's disk, and every rank resumes from the same state.
 void resume(TrainingRun& run) {
-  if (!exists(run.last_path)) {
-    throw UserError(exit_code::kMissing, "--resume: " + run.last_path +
-                                             " does not exist; expected the last checkpoint "
-                                             "of this run (name the run with --name)");
+  std::vector<char> bytes;
+  if (run.world.writes()) {
+    if (!exists(run.last_path)) {
+      throw UserError(exit_code::kMissing, "--resume: " + run.last_path +
+                                               " does not exist; expected the last checkpoint "
+                                               "of this run (name the run with --name)");
+    }
+    try {
+      bytes = read_whole_file(run.last_path);
+    } catch (const std::exception& e) {
+      throw UserError(exit_code::kBadData, std::string("--resume: ") + e.what());
+    }
   }
+  bytes = run.world.broadcast_from_first(std::move(bytes));
   model::CheckpointData c;
   try {
-    c = model::load_checkpoint(run.last_path);
+    c = model::parse_checkpoint(bytes, run.last_path);
     run.net->load_state(c.model_state);
     model::import_adamw(*run.optimizer, run.params, c.optimizer);
     // A run resumed in another precision keeps going: without saved scaler state (fp32 or
@@ -123,18 +138,93 @@ std::int64_t count_parameters(const std::vector<at::Tensor>& params) {
   return n;
 }
 
+// The rendezvous and the process group of a distributed run.
+void connect(TrainingRun& run) {
+  const TrainConfig& c = run.config;
+  GroupOptions options;
+  options.backend = c.dist_backend;
+  options.rendezvous_seconds = c.rdzv_timeout;
+  options.collective_seconds = c.dist_timeout;
+  run.world = World(Collectives::connect(run.contract, options, run.device));
+  spdlog::info("rank {} of {} (local rank {} of {}, node {}) on {}: {} process group via {}:{}",
+               run.contract.rank, run.contract.world_size, run.contract.local_rank,
+               run.contract.local_world_size, run.contract.group_rank, run.device.str(),
+               run.world.group()->backend(), run.contract.master_addr, run.contract.master_port);
+}
+
+// Every rank steps with the same batch (the smallest any rank was given: nodes planned apart may
+// differ), and the learning rate follows --lr-scaling.
+void agree_on_batch_and_lr(TrainingRun& run) {
+  const TrainConfig& c = run.config;
+  run.batch_size = static_cast<int>(run.world.min(c.batch_size));
+  if (run.batch_size != c.batch_size) {
+    spdlog::warn("batch {} lowered to {}, the smallest of any rank's", c.batch_size,
+                 run.batch_size);
+  }
+  const double n = run.world.size();
+  const double factor = c.lr_scaling == "linear" ? n : c.lr_scaling == "sqrt" ? std::sqrt(n) : 1.0;
+  run.base_lr = c.lr * factor;
+  if (run.world.size() > 1) {
+    spdlog::info("batch {} per rank x {} ranks = {} global; lr {:g} ({})", run.batch_size,
+                 run.world.size(), static_cast<std::int64_t>(run.batch_size) * run.world.size(),
+                 run.base_lr,
+                 c.lr_scaling == "none" ? "--lr kept"
+                                        : fmt::format("--lr {:g} x {:g}, --lr-scaling {}", c.lr,
+                                                      factor, c.lr_scaling));
+  }
+}
+
+// The training loader walks DistributedSampler's share of the data (the whole permutation in
+// one process); validation is split between the ranks without padding.
+void make_loaders(TrainingRun& run, int workers) {
+  const TrainConfig& config = run.config;
+  data::LoaderConfig train_cfg;
+  train_cfg.allocate = run.feed->allocator();
+  train_cfg.release = run.feed->releaser();
+  train_cfg.batch_size = run.batch_size;
+  train_cfg.workers = workers;
+  train_cfg.shuffle = true;
+  train_cfg.drop_last = true;
+  train_cfg.seed = config.seed;
+  train_cfg.transform = run.data.train_transform;
+  ShardSpec shard;
+  shard.world = run.world.size();
+  shard.rank = run.world.rank();
+  shard.seed = config.seed;
+  const std::int64_t train_size = run.data.train->size();
+  train_cfg.order = [train_size, shard](int epoch) {
+    return distributed_indices(train_size, shard, epoch);
+  };
+  run.train_loader = std::make_unique<data::Loader>(*run.data.train, train_cfg);
+  data::LoaderConfig val_cfg = train_cfg;
+  val_cfg.shuffle = false;
+  val_cfg.drop_last = false;
+  val_cfg.transform = run.data.eval_transform;
+  val_cfg.order = nullptr;
+  if (run.world.size() > 1) {
+    const auto mine = strided_indices(run.data.val->size(), run.world.size(), run.world.rank());
+    val_cfg.order = [mine](int) { return mine; };
+  }
+  run.val_loader = std::make_unique<data::Loader>(*run.data.val, val_cfg);
+}
+
 }  // namespace
 
 TrainingRun::TrainingRun(const TrainConfig& cfg)
     : config(cfg),
-      device(choose_device(cfg.device)),
+      contract(read_contract()),
+      device(choose_device(cfg.device, contract.local_rank)),
       precision(resolve_precision(cfg.precision, cfg.precision_source, device)),
       last_path(cfg.run_dir + "/last.pt"),
       best_path(cfg.run_dir + "/best.pt") {
-  prepare_run_dir(config.run_dir);
-  // Everything logged also goes to the run's train.log.
-  spdlog::default_logger()->sinks().push_back(
-      std::make_shared<spdlog::sinks::basic_file_sink_mt>(config.run_dir + "/train.log"));
+  if (contract.distributed()) connect(*this);
+  // Only rank 0 writes the run directory; the others' lines go to their own output.
+  if (world.writes()) {
+    prepare_run_dir(config.run_dir);
+    // Everything logged also goes to the run's train.log.
+    spdlog::default_logger()->sinks().push_back(
+        std::make_shared<spdlog::sinks::basic_file_sink_mt>(config.run_dir + "/train.log"));
+  }
   if (config.threads > 0) torch::set_num_threads(config.threads);
   if (device.is_cuda()) at::globalContext().setBenchmarkCuDNN(true);
   if (!precision.warning.empty()) spdlog::warn("precision: {}", precision.warning);
@@ -144,6 +234,7 @@ TrainingRun::TrainingRun(const TrainConfig& cfg)
   spdlog::info("data: {} ({} training, {} validation samples, {} classes, {}x{}x{})", data.location,
                data.train->size(), data.val->size(), data.train->num_classes(), shape.channels,
                shape.height, shape.width);
+  agree_on_batch_and_lr(*this);
 
   const model::ModelSpec spec = model_spec(config, data);
   const ScalerOptions scaler_settings = scaler_options(config, precision.precision);
@@ -155,36 +246,37 @@ TrainingRun::TrainingRun(const TrainConfig& cfg)
   torch::manual_seed(config.seed);
   net = build_model(spec, device);
   params = net->parameters();
+  // Every rank starts from rank 0's weights and buffers, as DDP does.
+  std::vector<at::Tensor> state;
+  for (const auto& [name, tensor] : net->state()) state.push_back(tensor);
+  world.broadcast_from_first(state);
   optimizer = std::make_unique<torch::optim::AdamW>(params, adamw_options(config));
   scaler = std::make_unique<GradScaler>(scaler_settings, device);
   if (config.resume) resume(*this);
   spdlog::info("model {} ({} parameters) on {}, {} threads, {} workers, batch {}, {} epochs",
                net->name(), count_parameters(params), device.str(), torch::get_num_threads(),
-               workers, config.batch_size, config.epochs);
+               workers, batch_size, config.epochs);
   spdlog::info("precision {} ({}){}", precision_name(precision.precision), precision.reason,
                scaler->enabled() ? fmt::format(", loss scale {:g}", scaler->current_scale()) : "");
   runner = std::make_unique<StepRunner>(*net, *optimizer, params, *scaler, precision.precision,
                                         device, config.clip_norm);
-
-  data::LoaderConfig train_cfg;
-  train_cfg.allocate = feed->allocator();
-  train_cfg.release = feed->releaser();
-  train_cfg.batch_size = config.batch_size;
-  train_cfg.workers = workers;
-  train_cfg.shuffle = true;
-  train_cfg.drop_last = true;
-  train_cfg.seed = config.seed;
-  train_cfg.transform = data.train_transform;
-  train_loader = std::make_unique<data::Loader>(*data.train, train_cfg);
-  data::LoaderConfig val_cfg = train_cfg;
-  val_cfg.shuffle = false;
-  val_cfg.drop_last = false;
-  val_cfg.transform = data.eval_transform;
-  val_loader = std::make_unique<data::Loader>(*data.val, val_cfg);
+  if (world.group() != nullptr) {
+    BucketOptions buckets;
+    buckets.bucket_bytes = static_cast<std::size_t>(config.bucket_mb * (1 << 20));
+    buckets.first_bucket_bytes = std::min<std::size_t>(buckets.bucket_bytes, 1u << 20);
+    buckets.overlap = config.overlap;
+    dist_step = std::make_unique<DistributedStep>(*world.group(), params, buckets, stop_signal,
+                                                  device);
+    runner->set_sync(dist_step.get());
+    spdlog::info("gradients averaged over {} ranks in {} bucket(s), {} backward", world.size(),
+                 dist_step->buckets().bucket_count(),
+                 config.overlap ? "reduced during" : "reduced after");
+  }
+  make_loaders(*this, workers);
 
   monitor = std::make_unique<Monitor>(config.monitor_every,
                                       [](const std::string& line) { spdlog::info("{}", line); });
-  terminal = isatty(STDOUT_FILENO) != 0;
+  terminal = world.writes() && isatty(STDOUT_FILENO) != 0;
   batches_per_epoch = config.limit_batches > 0
                           ? std::min(config.limit_batches, train_loader->batches_per_epoch())
                           : train_loader->batches_per_epoch();

@@ -1,5 +1,6 @@
 // One training run's state, set up in the order that keeps bad input cheap: device and precision
-// first (a setting that cannot work leaves no run directory behind), then the run directory and
+// first (a setting that cannot work leaves no run directory behind), the other ranks of a
+// distributed run (the rendezvous), then the run directory and
 // its log, the data, the measured workers and threads, the model, optimizer and loss scaler, the
 // state of a resumed run, and the loaders. The loop (trainer.cpp) reads and advances it.
 #pragma once
@@ -18,6 +19,7 @@
 #include "train/config.h"
 #include "train/data_setup.h"
 #include "train/device_feed.h"
+#include "train/distributed_step.h"
 #include "train/grad_scaler.h"
 #include "train/monitor.h"
 #include "train/precision.h"
@@ -41,8 +43,9 @@ struct TrainingRun {
   void save(const std::string& path, const model::CheckpointData& checkpoint) const;
 
   const TrainConfig& config;
-  World world;
+  DistContract contract;  // the torchrun variables: rank 0 of 1 unless launched distributed
   c10::Device device;
+  World world;
   PrecisionChoice precision;
   DataSetup data;
   std::unique_ptr<DeviceFeed> feed;
@@ -50,10 +53,13 @@ struct TrainingRun {
   std::vector<at::Tensor> params;
   std::unique_ptr<torch::optim::AdamW> optimizer;
   std::unique_ptr<GradScaler> scaler;
+  std::unique_ptr<DistributedStep> dist_step;  // several ranks: gradients averaged over them
   std::unique_ptr<StepRunner> runner;
   std::unique_ptr<data::Loader> train_loader;
   std::unique_ptr<data::Loader> val_loader;
   std::unique_ptr<Monitor> monitor;
+  int batch_size = 0;   // per rank: the smallest --batch-size of any rank
+  double base_lr = 0;   // --lr, scaled by --lr-scaling over the ranks
   std::int64_t batches_per_epoch = 0;  // --limit-batches, or the loader's full epoch
   bool terminal = false;               // stdout is a terminal: a redrawn progress bar
   std::string last_path, best_path;

@@ -1,0 +1,35 @@
+// The distributed side of a training step (step_sync.h over gradient_buckets.h): the gradients
+// averaged over the ranks, and one exchange of three numbers per step (did any rank fail, the
+// smallest micro-batch, the largest stop signal), taken after the gradients so that it costs one
+// small collective and never a second wait.
+#pragma once
+
+#include <functional>
+#include <memory>
+
+#include "train/collectives.h"
+#include "train/gradient_buckets.h"
+#include "train/step_sync.h"
+
+namespace dl::train {
+
+class DistributedStep final : public StepSync {
+ public:
+  // `stop_signal` reads this rank's stop request (stop_signal.h); `device` is where the
+  // collectives' tensors live (NCCL reduces CUDA tensors only).
+  DistributedStep(Collectives& group, std::vector<at::Tensor> params, BucketOptions options,
+                  std::function<int()> stop_signal, c10::Device device);
+
+  void before_backward(bool last_piece) override;
+  StepAgreement agree(bool failed, std::int64_t piece) override;
+
+  const GradientBuckets& buckets() const { return buckets_; }
+
+ private:
+  Collectives& group_;
+  GradientBuckets buckets_;
+  std::function<int()> stop_signal_;
+  c10::Device device_;
+};
+
+}  // namespace dl::train
