@@ -88,7 +88,8 @@ struct Loader::Impl {
     // Seeding mt19937 costs microseconds, as much as copying an MNIST sample many times over, so
     // only augmentation reseeds per sample. Evaluation draws nothing from the stream; a source that
     // did would still be deterministic, as one thread assembles a batch from a per-batch seed.
-    std::mt19937 rng(sample_seed(config.seed, plan.epoch, plan.order[static_cast<std::size_t>(begin)]));
+    std::mt19937 rng(
+        sample_seed(config.seed, plan.epoch, plan.order[static_cast<std::size_t>(begin)]));
     for (std::int64_t pos = begin; pos < end; ++pos) {
       if (generation.load(std::memory_order_relaxed) != plan.generation) return false;
       const std::int64_t index = plan.order[static_cast<std::size_t>(pos)];
@@ -144,8 +145,9 @@ struct Loader::Impl {
   void start_epoch(int epoch) {
     auto next_plan = std::make_shared<Plan>();
     next_plan->epoch = epoch;
-    next_plan->order = config.order ? config.order(epoch)
-                                    : epoch_order(source.size(), config.shuffle, config.seed, epoch);
+    next_plan->order = config.order
+                           ? config.order(epoch)
+                           : epoch_order(source.size(), config.shuffle, config.seed, epoch);
     if (static_cast<std::int64_t>(next_plan->order.size()) != epoch_size) {
       throw std::invalid_argument("loader: epoch " + std::to_string(epoch) + " has " +
                                   std::to_string(next_plan->order.size()) + " samples, not " +

@@ -3,17 +3,18 @@
 // collectives alike, so one alias covers the two lines.
 #include "train/collectives.h"
 
+#include <c10/util/Logging.h>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
+#include <torch/version.h>
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
-#include <torch/version.h>
 
 #include <algorithm>
 #include <chrono>
-#include <stdexcept>
 #include <cstdlib>
+#include <stdexcept>
 
 #include "core/errors.h"
 #include "core/text.h"
@@ -131,6 +132,27 @@ class C10dCollectives final : public Collectives {
   int size_;
 };
 
+// c10d logs its own view of a failed bind or connect (glog warnings and errors on stderr) before
+// it throws; the rendezvous turns the exception into one line naming the fix, so c10's logging
+// is muted while it runs (FATAL only), then restored.
+class QuietC10Logging {
+ public:
+  QuietC10Logging() : saved_(level()) { level() = 3; }
+  ~QuietC10Logging() { level() = saved_; }
+  QuietC10Logging(const QuietC10Logging&) = delete;
+  QuietC10Logging& operator=(const QuietC10Logging&) = delete;
+
+ private:
+  static int& level() {
+#ifdef C10_USE_GLOG
+    return FLAGS_minloglevel;  // c10 logs through glog
+#else
+    return FLAGS_caffe2_log_level;  // c10's own logging
+#endif
+  }
+  int saved_;
+};
+
 bool is_loopback(const std::string& host) {
   return host == "localhost" || host.rfind("127.", 0) == 0 || host == "::1";
 }
@@ -147,6 +169,7 @@ c10::intrusive_ptr<c10d::Store> rendezvous(const DistContract& c, double seconds
   options.timeout = to_ms(seconds);
   c10::intrusive_ptr<c10d::Store> store;
   try {
+    const QuietC10Logging quiet;
     store = c10::make_intrusive<c10d::TCPStore>(c.master_addr, options);
   } catch (const std::exception& e) {
     const std::string why = first_line(e.what());
@@ -158,11 +181,11 @@ c10::intrusive_ptr<c10d::Store> rendezvous(const DistContract& c, double seconds
                                   c.master_port));
     }
     throw UserError(exit_code::kRendezvous,
-                    c.rank == 0 ? fmt::format("rendezvous: rank 0 cannot listen at {}: {}", where,
-                                              why)
-                                : fmt::format("rendezvous: rank {} could not reach rank 0 at {} "
-                                              "(MASTER_ADDR, MASTER_PORT) within {:g} s: {}",
-                                              c.rank, where, seconds, why));
+                    c.rank == 0
+                        ? fmt::format("rendezvous: rank 0 cannot listen at {}: {}", where, why)
+                        : fmt::format("rendezvous: rank {} could not reach rank 0 at {} "
+                                      "(MASTER_ADDR, MASTER_PORT) within {:g} s: {}",
+                                      c.rank, where, seconds, why));
   }
   const std::int64_t arrived = store->add("dl/arrived", 1);
   if (arrived == c.world_size) store->set("dl/all-arrived", std::vector<std::uint8_t>{1});
@@ -247,21 +270,22 @@ DistContract read_contract(const EnvRead& read_env) {
 }
 
 std::unique_ptr<Collectives> Collectives::connect(const DistContract& contract,
-                                                  const GroupOptions& options,
-                                                  c10::Device device) {
+                                                  const GroupOptions& options, c10::Device device) {
   const std::string backend = choose_backend(options.backend, device);
   const auto available = available_backends();
   if (std::find(available.begin(), available.end(), backend) == available.end()) {
-    throw UserError(exit_code::kUsage,
-                    fmt::format("--dist-backend {}: this dl-train's LibTorch has no {} process "
-                                "group (it has: {})",
-                                backend, backend,
-                                available.empty() ? "none" : fmt::format("{}", fmt::join(available, ", "))));
+    throw UserError(
+        exit_code::kUsage,
+        fmt::format("--dist-backend {}: this dl-train's LibTorch has no {} process "
+                    "group (it has: {})",
+                    backend, backend,
+                    available.empty() ? "none" : fmt::format("{}", fmt::join(available, ", "))));
   }
   if (backend == "nccl" && !device.is_cuda()) {
-    throw UserError(exit_code::kUsage,
-                    "--dist-backend nccl: NCCL reduces CUDA tensors only, and this rank trains on " +
-                        device.str() + "; use gloo");
+    throw UserError(
+        exit_code::kUsage,
+        "--dist-backend nccl: NCCL reduces CUDA tensors only, and this rank trains on " +
+            device.str() + "; use gloo");
   }
   auto store = rendezvous(contract, options.rendezvous_seconds);
   c10::intrusive_ptr<Group> group;

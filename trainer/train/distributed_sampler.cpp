@@ -32,8 +32,7 @@ std::vector<std::int64_t> torch_randperm(std::int64_t size, std::uint64_t seed) 
   return std::vector<std::int64_t>(p, p + size);
 }
 
-std::vector<std::int64_t> distributed_indices(std::int64_t size, const ShardSpec& spec,
-                                              int epoch) {
+std::vector<std::int64_t> distributed_indices(std::int64_t size, const ShardSpec& spec, int epoch) {
   std::vector<std::int64_t> order;
   if (spec.shuffle) {
     order = torch_randperm(size, spec.seed + static_cast<std::uint64_t>(epoch));

@@ -30,8 +30,7 @@ std::vector<std::int64_t> shard(const std::vector<std::int64_t>& order, int worl
 std::vector<std::int64_t> torch_randperm(std::int64_t size, std::uint64_t seed);
 
 // The indices rank `spec.rank` trains on in `epoch`.
-std::vector<std::int64_t> distributed_indices(std::int64_t size, const ShardSpec& spec,
-                                              int epoch);
+std::vector<std::int64_t> distributed_indices(std::int64_t size, const ShardSpec& spec, int epoch);
 
 // Validation's share: every world-th index from rank, no padding, so that the ranks' totals add
 // up to exactly the whole set's.

@@ -28,10 +28,10 @@ StepAgreement DistributedStep::agree(bool failed, std::int64_t piece) {
   // One MAX over [failed, signal, -piece]: the minimum piece is the maximum of its negation.
   // A whole batch (piece 0) must not win against a rank's smaller pieces.
   const std::int64_t whole = std::numeric_limits<std::int64_t>::max();
-  const at::Tensor local = torch::tensor(
-      {static_cast<std::int64_t>(failed), static_cast<std::int64_t>(stop_signal_()),
-       -(piece > 0 ? piece : whole)},
-      torch::kLong);
+  const at::Tensor local =
+      torch::tensor({static_cast<std::int64_t>(failed), static_cast<std::int64_t>(stop_signal_()),
+                     -(piece > 0 ? piece : whole)},
+                    torch::kLong);
   const at::Tensor flags = local.to(device_);
   group_.max(flags);
   const at::Tensor agreed = flags.cpu();

@@ -13,8 +13,8 @@ namespace dl::train {
 
 struct GradientBuckets::Bucket {
   std::vector<std::size_t> params;
-  at::Tensor flat;            // the gradients of `params`, back to back
-  std::size_t pending = 0;    // gradients not copied in yet this step
+  at::Tensor flat;             // the gradients of `params`, back to back
+  std::size_t pending = 0;     // gradients not copied in yet this step
   std::function<void()> wait;  // set once started
 };
 
@@ -42,12 +42,11 @@ std::vector<std::vector<std::size_t>> assign_buckets(const std::vector<at::Tenso
   for (std::size_t k = params.size(); k-- > 0;) {
     const at::Tensor& p = params[k];
     const std::size_t size = static_cast<std::size_t>(p.numel()) * p.element_size();
-    const std::size_t cap =
-        buckets.size() == 1 ? options.first_bucket_bytes : options.bucket_bytes;
+    const std::size_t cap = buckets.size() == 1 ? options.first_bucket_bytes : options.bucket_bytes;
     const bool fits = !buckets.empty() && bytes + size <= cap;
-    const bool same_kind =
-        !buckets.empty() && params[buckets.back().front()].scalar_type() == p.scalar_type() &&
-        params[buckets.back().front()].device() == p.device();
+    const bool same_kind = !buckets.empty() &&
+                           params[buckets.back().front()].scalar_type() == p.scalar_type() &&
+                           params[buckets.back().front()].device() == p.device();
     if (buckets.empty() || !fits || !same_kind) {
       buckets.emplace_back();
       bytes = 0;
@@ -155,7 +154,8 @@ void GradientBuckets::complete(bool write_back) {
     bucket.wait();
     bucket.wait = nullptr;
   }
-  wait_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - waiting).count();
+  wait_seconds_ +=
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - waiting).count();
   if (write_back) {
     torch::NoGradGuard no_grad;
     for (std::size_t k = 0; k < params_.size(); ++k) {

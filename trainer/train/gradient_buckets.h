@@ -74,7 +74,7 @@ class GradientBuckets {
   std::vector<at::Tensor> params_;
   BucketOptions options_;
   std::vector<Bucket> buckets_;
-  std::vector<std::size_t> bucket_of_;  // per parameter
+  std::vector<std::size_t> bucket_of_;   // per parameter
   std::vector<std::int64_t> offset_of_;  // per parameter: where its gradient sits in its bucket
   std::vector<bool> copied_;             // per parameter, this step
   std::vector<std::shared_ptr<torch::autograd::Node>> accumulators_;

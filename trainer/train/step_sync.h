@@ -10,9 +10,9 @@
 namespace dl::train {
 
 struct StepAgreement {
-  bool failed = false;      // some rank's forward or backward ran out of memory: retry the batch
-  std::int64_t piece = 0;   // the smallest micro-batch size of any rank (0: whole batches)
-  int stop_signal = 0;      // the largest stop signal any rank received (0: none)
+  bool failed = false;     // some rank's forward or backward ran out of memory: retry the batch
+  std::int64_t piece = 0;  // the smallest micro-batch size of any rank (0: whole batches)
+  int stop_signal = 0;     // the largest stop signal any rank received (0: none)
 };
 
 class StepSync {

@@ -113,7 +113,10 @@ TrainedEpoch train_epoch(TrainingRun& run, int epoch) {
 int stop_mid_epoch(TrainingRun& run, int epoch, const TrainedEpoch& trained) {
   const char* signal_name = strsignal(trained.stop_signal);
   const double loss_now = trained.totals.loss_sum.item<double>();
-  if (std::isfinite(loss_now)) {
+  if (!run.world.writes()) {
+    spdlog::warn("{} received in epoch {} after {} batches: rank 0 saves {}", signal_name,
+                 epoch + 1, trained.batches, run.last_path);
+  } else if (std::isfinite(loss_now)) {
     model::CheckpointData checkpoint = run.snapshot(epoch, run.last_val_acc);
     checkpoint.extra["interrupted_in_epoch"] = static_cast<std::int64_t>(epoch + 1);
     checkpoint.extra["interrupted_after_batches"] = trained.batches;

@@ -9,8 +9,8 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <cmath>
 #include <chrono>
+#include <cmath>
 #include <cstring>
 #include <stdexcept>
 
@@ -165,12 +165,12 @@ void agree_on_batch_and_lr(TrainingRun& run) {
   const double factor = c.lr_scaling == "linear" ? n : c.lr_scaling == "sqrt" ? std::sqrt(n) : 1.0;
   run.base_lr = c.lr * factor;
   if (run.world.size() > 1) {
-    spdlog::info("batch {} per rank x {} ranks = {} global; lr {:g} ({})", run.batch_size,
-                 run.world.size(), static_cast<std::int64_t>(run.batch_size) * run.world.size(),
-                 run.base_lr,
-                 c.lr_scaling == "none" ? "--lr kept"
-                                        : fmt::format("--lr {:g} x {:g}, --lr-scaling {}", c.lr,
-                                                      factor, c.lr_scaling));
+    spdlog::info(
+        "batch {} per rank x {} ranks = {} global; lr {:g} ({})", run.batch_size, run.world.size(),
+        static_cast<std::int64_t>(run.batch_size) * run.world.size(), run.base_lr,
+        c.lr_scaling == "none"
+            ? "--lr kept"
+            : fmt::format("--lr {:g} x {:g}, --lr-scaling {}", c.lr, factor, c.lr_scaling));
   }
 }
 
@@ -265,8 +265,8 @@ TrainingRun::TrainingRun(const TrainConfig& cfg)
     buckets.bucket_bytes = static_cast<std::size_t>(config.bucket_mb * (1 << 20));
     buckets.first_bucket_bytes = std::min<std::size_t>(buckets.bucket_bytes, 1u << 20);
     buckets.overlap = config.overlap;
-    dist_step = std::make_unique<DistributedStep>(*world.group(), params, buckets, stop_signal,
-                                                  device);
+    dist_step =
+        std::make_unique<DistributedStep>(*world.group(), params, buckets, stop_signal, device);
     runner->set_sync(dist_step.get());
     spdlog::info("gradients averaged over {} ranks in {} bucket(s), {} backward", world.size(),
                  dist_step->buckets().bucket_count(),

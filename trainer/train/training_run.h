@@ -58,8 +58,8 @@ struct TrainingRun {
   std::unique_ptr<data::Loader> train_loader;
   std::unique_ptr<data::Loader> val_loader;
   std::unique_ptr<Monitor> monitor;
-  int batch_size = 0;   // per rank: the smallest --batch-size of any rank
-  double base_lr = 0;   // --lr, scaled by --lr-scaling over the ranks
+  int batch_size = 0;                  // per rank: the smallest --batch-size of any rank
+  double base_lr = 0;                  // --lr, scaled by --lr-scaling over the ranks
   std::int64_t batches_per_epoch = 0;  // --limit-batches, or the loader's full epoch
   bool terminal = false;               // stdout is a terminal: a redrawn progress bar
   std::string last_path, best_path;

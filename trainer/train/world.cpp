@@ -13,10 +13,10 @@ World::World(std::shared_ptr<Collectives> group)
 void World::reduce(BatchTotals& totals) const {
   if (!group_) return;
   // One collective: the count of correct samples is exact in a double up to 2^53.
-  const at::Tensor all = torch::stack({totals.loss_sum.to(torch::kDouble),
-                                       totals.correct.to(torch::kDouble),
-                                       torch::full({}, static_cast<double>(totals.samples),
-                                                   totals.loss_sum.options().dtype(torch::kDouble))});
+  const at::Tensor all =
+      torch::stack({totals.loss_sum.to(torch::kDouble), totals.correct.to(torch::kDouble),
+                    torch::full({}, static_cast<double>(totals.samples),
+                                totals.loss_sum.options().dtype(torch::kDouble))});
   group_->sum(all);
   totals.loss_sum = all[0].clone();
   totals.correct = all[1].to(torch::kLong);

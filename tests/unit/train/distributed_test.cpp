@@ -80,8 +80,8 @@ struct RankSetup {
 RankSetup make_rank(std::unique_ptr<model::Model> net, bool scaled = false) {
   RankSetup r;
   r.net = std::move(net);
-  r.optimizer = std::make_unique<torch::optim::AdamW>(r.net->parameters(),
-                                                      torch::optim::AdamWOptions(1e-3));
+  r.optimizer =
+      std::make_unique<torch::optim::AdamW>(r.net->parameters(), torch::optim::AdamWOptions(1e-3));
   ScalerOptions so;
   so.enabled = scaled;
   r.scaler = std::make_unique<GradScaler>(so, c10::kCPU, ScalerKernels::kPlain);
@@ -110,8 +110,8 @@ double relative_difference(const std::vector<at::Tensor>& a, const std::vector<a
   return std::sqrt(num / den);
 }
 
-// Each rank trains on its half of the batch of 64 (rank r: samples r, r+2, ...: DistributedSampler's
-// split). Returns each rank's parameters after `steps` steps.
+// Each rank trains on its half of the batch of 64 (rank r: samples r, r+2, ...:
+// DistributedSampler's split). Returns each rank's parameters after `steps` steps.
 std::vector<std::vector<at::Tensor>> two_ranks(int steps, BucketOptions buckets,
                                                std::int64_t oom_above_on_rank1 = 0) {
   std::vector<std::unique_ptr<model::Model>> nets;
@@ -123,10 +123,12 @@ std::vector<std::vector<at::Tensor>> two_ranks(int steps, BucketOptions buckets,
   std::vector<std::vector<at::Tensor>> out(2);
   on_two_ranks([&](int rank, Collectives& group) {
     RankSetup r = make_rank(std::move(nets[static_cast<std::size_t>(rank)]));
-    DistributedStep sync(group, r.net->parameters(), buckets, [] { return 0; }, c10::kCPU);
+    DistributedStep sync(
+        group, r.net->parameters(), buckets, [] { return 0; }, c10::kCPU);
     r.runner->set_sync(&sync);
     const at::Tensor mine = torch::arange(rank, 64, 2);
-    for (int s = 0; s < steps; ++s) r.runner->train(x.index_select(0, mine), y.index_select(0, mine));
+    for (int s = 0; s < steps; ++s)
+      r.runner->train(x.index_select(0, mine), y.index_select(0, mine));
     if (oom_above_on_rank1 > 0) {
       EXPECT_EQ(r.runner->micro().limit(), oom_above_on_rank1) << rank;
     }
@@ -167,7 +169,8 @@ TEST(DistributedStep, ScalerSkipsOnEveryRankWhenOneRanksGradientsOverflow) {
   std::mutex m;
   on_two_ranks([&](int rank, Collectives& group) {
     RankSetup r = make_rank(std::move(nets[static_cast<std::size_t>(rank)]), /*scaled=*/true);
-    DistributedStep sync(group, r.net->parameters(), BucketOptions{}, [] { return 0; }, c10::kCPU);
+    DistributedStep sync(
+        group, r.net->parameters(), BucketOptions{}, [] { return 0; }, c10::kCPU);
     r.runner->set_sync(&sync);
     at::Tensor images = x.clone();
     if (rank == 1) images[0].fill_(std::numeric_limits<float>::infinity());
@@ -190,8 +193,9 @@ TEST(DistributedStep, AStopSignalOnOneRankStopsBoth) {
   int agreed[2] = {-1, -1};
   on_two_ranks([&](int rank, Collectives& group) {
     RankSetup r = make_rank(std::move(nets[static_cast<std::size_t>(rank)]));
-    DistributedStep sync(group, r.net->parameters(), BucketOptions{},
-                         [rank] { return rank == 1 ? SIGTERM : 0; }, c10::kCPU);
+    DistributedStep sync(
+        group, r.net->parameters(), BucketOptions{}, [rank] { return rank == 1 ? SIGTERM : 0; },
+        c10::kCPU);
     r.runner->set_sync(&sync);
     agreed[rank] = r.runner->train(x, y).stop_signal;
   });
@@ -247,8 +251,9 @@ TEST(Collectives, APortInUseIsNamed) {
 
 TEST(Collectives, ContractComesFromTorchrunsVariables) {
   const std::map<std::string, std::string> env = {
-      {"RANK", "5"},        {"WORLD_SIZE", "8"},        {"LOCAL_RANK", "1"},
-      {"LOCAL_WORLD_SIZE", "4"}, {"GROUP_RANK", "1"}, {"MASTER_ADDR", "node-a"},
+      {"RANK", "5"},           {"WORLD_SIZE", "8"},
+      {"LOCAL_RANK", "1"},     {"LOCAL_WORLD_SIZE", "4"},
+      {"GROUP_RANK", "1"},     {"MASTER_ADDR", "node-a"},
       {"MASTER_PORT", "29501"}};
   const DistContract c = read_contract([&](const char* name) -> std::optional<std::string> {
     auto it = env.find(name);
@@ -281,7 +286,8 @@ TEST(Collectives, ARankOutsideTheWorldIsRefusedNamingTheVariable) {
   };
   EXPECT_EQ(bad({{"RANK", "2"}, {"WORLD_SIZE", "2"}}),
             "RANK=2: expected a rank below WORLD_SIZE=2");
-  EXPECT_EQ(bad({{"WORLD_SIZE", "two"}}), "WORLD_SIZE=two: expected a whole number from 1 to 1048576");
+  EXPECT_EQ(bad({{"WORLD_SIZE", "two"}}),
+            "WORLD_SIZE=two: expected a whole number from 1 to 1048576");
   EXPECT_EQ(bad({{"MASTER_PORT", "70000"}}),
             "MASTER_PORT=70000: expected a whole number from 1 to 65535");
 }
