@@ -3,6 +3,7 @@
 
 #include <torch/torch.h>
 
+#include <chrono>
 #include <limits>
 
 namespace dl::train {
@@ -20,6 +21,7 @@ void DistributedStep::before_backward(bool last_piece) {
 }
 
 StepAgreement DistributedStep::agree(bool failed, std::int64_t piece) {
+  const auto start = std::chrono::steady_clock::now();
   if (failed) {
     buckets_.abandon();
   } else {
@@ -41,6 +43,7 @@ StepAgreement DistributedStep::agree(bool failed, std::int64_t piece) {
   a.stop_signal = static_cast<int>(v[1]);
   const std::int64_t smallest = -v[2];
   a.piece = smallest == whole ? 0 : smallest;
+  wait_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return a;
 }
 

@@ -24,12 +24,15 @@ class DistributedStep final : public StepSync {
   StepAgreement agree(bool failed, std::int64_t piece) override;
 
   const GradientBuckets& buckets() const { return buckets_; }
+  // Seconds spent in agree() in all: waiting for the buckets overlap did not hide, and the flags.
+  double wait_seconds() const { return wait_seconds_; }
 
  private:
   Collectives& group_;
   GradientBuckets buckets_;
   std::function<int()> stop_signal_;
   c10::Device device_;
+  double wait_seconds_ = 0;
 };
 
 }  // namespace dl::train

@@ -6,7 +6,6 @@
 #include <torch/csrc/autograd/variable.h>
 #include <torch/torch.h>
 
-#include <chrono>
 #include <stdexcept>
 
 namespace dl::train {
@@ -145,7 +144,6 @@ void GradientBuckets::start(std::size_t b) {
 }
 
 void GradientBuckets::complete(bool write_back) {
-  const auto waiting = std::chrono::steady_clock::now();
   for (std::size_t k = 0; k < params_.size(); ++k) {
     if (!copied_[k]) copy_in(k);
   }
@@ -154,8 +152,6 @@ void GradientBuckets::complete(bool write_back) {
     bucket.wait();
     bucket.wait = nullptr;
   }
-  wait_seconds_ +=
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - waiting).count();
   if (write_back) {
     torch::NoGradGuard no_grad;
     for (std::size_t k = 0; k < params_.size(); ++k) {

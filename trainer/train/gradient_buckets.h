@@ -57,8 +57,6 @@ class GradientBuckets {
 
   std::size_t bucket_count() const;
   std::vector<std::size_t> bucket_bytes() const;
-  // Seconds finish() and abandon() spent waiting for collectives, in all.
-  double wait_seconds() const { return wait_seconds_; }
 
  private:
   struct Bucket;
@@ -81,7 +79,6 @@ class GradientBuckets {
   std::vector<std::uintptr_t> hook_keys_;
   std::size_t next_start_ = 0;
   bool reducing_ = false;
-  double wait_seconds_ = 0;
 };
 
 }  // namespace dl::train

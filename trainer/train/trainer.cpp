@@ -59,6 +59,8 @@ struct TrainedEpoch {
   std::int64_t skipped = 0;         // samples that could not be decoded
   std::int64_t overflow_steps = 0;  // fp16: steps the loss scaler skipped (inf/NaN gradients)
   double data_wait_seconds = 0;     // waiting for the loader
+  double step_seconds = 0;          // in the steps: upload, forward, backward, optimizer
+  double comm_wait_seconds = 0;     // distributed: waiting for gradient buckets after backward
   double seconds = 0;
   int stop_signal = 0;  // the signal that stopped the epoch early, 0 when it ran to its end
 };
@@ -74,6 +76,7 @@ TrainedEpoch train_epoch(TrainingRun& run, int epoch) {
   // One process stops when it is asked to; the ranks of a distributed run stop at the step after
   // which they agreed to (StepResult::stop_signal), so that none waits on a collective.
   const bool alone = run.world.size() == 1;
+  const double comm_before = run.dist_step ? run.dist_step->wait_seconds() : 0.0;
   const auto start = Clock::now();
   while ((!alone || stop_signal() == 0) && trained.stop_signal == 0 &&
          trained.batches < run.batches_per_epoch) {
@@ -85,9 +88,11 @@ TrainedEpoch train_epoch(TrainingRun& run, int epoch) {
     // A batch none of whose samples decoded: one process skips it; a rank steps all the same,
     // contributing no gradient, because the others wait for its share.
     if (batch->n() == 0 && alone) continue;
+    const auto stepping = Clock::now();
     at::Tensor images, labels;
     run.feed->upload(std::move(*batch), &images, &labels);
     const StepResult step = run.runner->train(images, labels);
+    trained.step_seconds += seconds_since(stepping);
     trained.stop_signal = step.stop_signal;
     ++run.global_step;
     ++trained.batches;
@@ -104,6 +109,7 @@ TrainedEpoch train_epoch(TrainingRun& run, int epoch) {
   }
   progress.finish();
   if (alone) trained.stop_signal = stop_signal();
+  if (run.dist_step) trained.comm_wait_seconds = run.dist_step->wait_seconds() - comm_before;
   trained.seconds = seconds_since(start);
   return trained;
 }
@@ -214,6 +220,14 @@ void finish_epoch(TrainingRun& run, int epoch, double lr, TrainedEpoch& trained,
       m.epoch, run.config.epochs, m.train_loss, 100.0 * m.train_acc, m.val_loss, 100.0 * m.val_acc,
       best ? " (best)" : "", m.seconds, m.samples_per_second, m.data_wait_seconds,
       m.data_wait_percent, lr, scaling);
+  // Where the steps' time went; with several ranks, how much of it was spent waiting for the
+  // gradient buckets after backward (communication that overlap did not hide).
+  if (trained.batches > 0) {
+    const double per_step = 1e3 * trained.step_seconds / static_cast<double>(trained.batches);
+    const double comm = 1e3 * trained.comm_wait_seconds / static_cast<double>(trained.batches);
+    spdlog::info("epoch {} steps: {} x {:.1f} ms, communication wait {:.1f} ms ({:.1f}%)", m.epoch,
+                 trained.batches, per_step, comm, per_step > 0 ? 100.0 * comm / per_step : 0.0);
+  }
 }
 
 }  // namespace
