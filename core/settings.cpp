@@ -36,7 +36,14 @@ po::options_description make_launch() {
     ("memory-budget", po::value<std::string>(), "memory the batch-size search may plan for, e.g. 6GiB or 512MiB (default: free GPU memory minus the margin; on CPU the usable RAM)")
     ("memory-margin", po::value<std::string>(), "share of free GPU memory kept back by the batch-size search (default 0.1)")
     ("retune", po::value<std::string>()->implicit_value("true"), "search the batch size again instead of using the workspace's cached answer")
-    ("run-as-owner", po::value<std::string>()->implicit_value("true"), "when run as root on a workspace that belongs to another user, run the program as that user so the files it writes are theirs (default true)");
+    ("run-as-owner", po::value<std::string>()->implicit_value("true"), "when run as root on a workspace that belongs to another user, run the program as that user so the files it writes are theirs (default true)")
+    ("nproc-per-node", po::value<std::string>(), "processes (ranks) to start on this node: N, gpu (one per visible GPU) or auto (one per GPU on CUDA, one on CPU; the default for dl-train, 1 for a command)")
+    ("nnodes", po::value<std::string>(), "nodes taking part (default 1, or the scheduler's)")
+    ("node-rank", po::value<std::string>(), "this node's rank, 0 to nnodes - 1 (default 0, or the scheduler's)")
+    ("master-addr", po::value<std::string>(), "host of rank 0's rendezvous store (default 127.0.0.1 on one node; needed for several)")
+    ("master-port", po::value<std::string>(), "port of rank 0's rendezvous store (default: a free port on one node, 29500 on several)")
+    ("cpu-bind", po::value<std::string>(), "none, or cores: pin each local rank to its own share of the usable CPUs (default none)")
+    ("log-ranks", po::value<std::string>(), "ranks whose output the terminal shows: 0 (this node's first) or all, prefixed [rank N] (default 0)");
   // clang-format on
   return d;
 }

@@ -32,10 +32,18 @@ struct Launch {
   std::optional<Identity> run_as;
 };
 
-// The variables the program gets on top of the launcher's own environment. `lookup` reads the
-// launcher's environment: torchrun variables already set (by Slurm, a PyTorchJob, the user) and
-// OMP_NUM_THREADS/MKL_NUM_THREADS set by the user are kept, not overridden.
-using EnvLookup = std::function<std::optional<std::string>(const char*)>;
+// The variables the process `index` of those started here (plan.ranks[index]) gets on top of the
+// launcher's own environment: the plan, its rank's device and share of the cores, and torchrun's
+// contract from the plan's topology (which kept a scheduler's values). `lookup` reads the
+// launcher's environment: OMP_NUM_THREADS/MKL_NUM_THREADS set by the user are kept.
+EnvList rank_environment(const Launch& launch, std::size_t index, const EnvLookup& lookup = {});
+
+// The first process's (the only one's, for one process).
 EnvList child_environment(const Launch& launch, const EnvLookup& lookup = {});
+
+// The plan file this dl-launch writes and its ranks find in DL_PLAN: plan.json where it starts
+// global rank 0, else plan-rank-N.json (N: its first rank), so that dl-launch processes on other
+// nodes (or other srun tasks) sharing the workspace never overwrite rank 0's plan.
+std::string plan_file_name(const Launch& launch);
 
 }  // namespace dl

@@ -1,5 +1,5 @@
 // The environment contract between dl-launch and the program it starts (docs/reference.md,
-// "Environment").
+// "Environment"; docs/distributed.md for several ranks).
 #include <cstdlib>
 
 #include "launcher/launch.h"
@@ -12,45 +12,63 @@ std::optional<std::string> process_env(const char* name) {
   return v != nullptr ? std::optional<std::string>(v) : std::nullopt;
 }
 
+// A plan made without a topology (tests building a Launch by hand): one process, all cores.
+RankPlan single_rank(const Launch& launch) {
+  RankPlan r;
+  r.device = launch.plan.device.value;
+  r.cores = {launch.facts.cpu.usable, ""};
+  r.workers = launch.plan.workers;
+  r.threads = launch.plan.threads;
+  return r;
+}
+
 }  // namespace
 
-EnvList child_environment(const Launch& launch, const EnvLookup& lookup) {
+EnvList rank_environment(const Launch& launch, std::size_t index, const EnvLookup& lookup) {
   auto get = [&](const char* name) { return lookup ? lookup(name) : process_env(name); };
   const Plan& p = launch.plan;
+  const Topology& t = p.topology;
+  const RankPlan r = index < p.ranks.size() ? p.ranks[index] : single_rank(launch);
   EnvList env = {
       {"DL_WORKSPACE", launch.workspace},
       {"DL_RUN_NAME", launch.run_name},
       {"DL_RUN_DIR", launch.run_dir},
-      {"DL_PLAN", launch.run_dir + "/plan.json"},
-      {"DL_DEVICE", p.device.value},
+      {"DL_PLAN", launch.run_dir + "/" + plan_file_name(launch)},
+      {"DL_DEVICE", r.device},
       {"DL_PRECISION", p.precision.value},
-      {"DL_WORKERS", p.workers_measured ? "auto" : std::to_string(p.workers.value)},
-      {"DL_THREADS", p.threads_measured ? "auto" : std::to_string(p.threads.value)},
+      {"DL_WORKERS", p.workers_measured ? "auto" : std::to_string(r.workers.value)},
+      {"DL_THREADS", p.threads_measured ? "auto" : std::to_string(r.threads.value)},
       {"DL_BATCH_SIZE", std::to_string(p.batch_size.value)},
-      // The cores the program may use (cgroup quota and affinity), for its own measurement.
-      {"DL_CORES", std::to_string(launch.facts.cpu.usable)},
+      // The cores this process may use (its share of the cgroup quota and affinity), for its own
+      // measurement.
+      {"DL_CORES", std::to_string(r.cores.value)},
   };
   // Intra-op threads for OpenMP/MKL users (Python's torch, numpy); an explicit user setting wins.
-  // A measuring dl-train sets its own count and may try every usable core.
-  const int omp = p.threads_measured ? launch.facts.cpu.usable : p.threads.value;
+  // A measuring dl-train sets its own count and may try every core of its share.
+  const int omp = p.threads_measured ? r.cores.value : r.threads.value;
   for (const char* var : {"OMP_NUM_THREADS", "MKL_NUM_THREADS"}) {
     if (!get(var)) env.emplace_back(var, std::to_string(omp));
   }
-  // The torchrun contract for a single process; a scheduler's values are kept.
-  const std::pair<const char*, const char*> torchrun[] = {
-      {"RANK", "0"},
-      {"LOCAL_RANK", "0"},
-      {"WORLD_SIZE", "1"},
-      {"LOCAL_WORLD_SIZE", "1"},
-      {"MASTER_ADDR", "127.0.0.1"},
-      {"MASTER_PORT", "29500"},
-  };
-  for (const auto& [name, value] : torchrun) {
-    const auto existing = get(name);
-    env.emplace_back(name, existing ? *existing : value);
-  }
+  // torchrun's contract, from the topology (which holds a scheduler's values where one set them).
+  const int local_rank = t.first_local_rank + static_cast<int>(index);
+  env.emplace_back("RANK", std::to_string(t.first_rank + static_cast<int>(index)));
+  env.emplace_back("LOCAL_RANK", std::to_string(local_rank));
+  env.emplace_back("WORLD_SIZE", std::to_string(t.world_size.value));
+  env.emplace_back("LOCAL_WORLD_SIZE", std::to_string(t.local_world_size));
+  env.emplace_back("GROUP_RANK", std::to_string(t.node_rank.value));
+  env.emplace_back("MASTER_ADDR", t.master_addr.value);
+  env.emplace_back("MASTER_PORT", std::to_string(t.master_port.value));
   env.insert(env.end(), launch.forwarded.begin(), launch.forwarded.end());
   return env;
+}
+
+std::string plan_file_name(const Launch& launch) {
+  const int first = launch.plan.topology.first_rank;
+  return first == 0 ? "plan.json" : "plan-rank-" + std::to_string(first) + ".json";
+}
+
+EnvList child_environment(const Launch& launch, const EnvLookup& lookup) {
+  return rank_environment(launch, 0, lookup);
 }
 
 }  // namespace dl

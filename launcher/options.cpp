@@ -165,6 +165,46 @@ void read_run_settings(const settings::Layers& s, LaunchOptions* opts) {
   }
 }
 
+// Several processes: torchrun's options and this launcher's pinning and terminal output; the
+// distributed training settings the plan shows (dl-train reads them itself).
+void read_rank_settings(const settings::Layers& s, Request* r) {
+  RankRequest& q = r->ranks;
+  if (s.has("nproc-per-node")) {
+    const std::string v = s.get("nproc-per-node");
+    const auto n = parse_u64(v);
+    if (v != "auto" && v != "gpu" && (!n || *n < 1 || *n > 65536)) {
+      settings::bad_value(s.source("nproc-per-node"), v,
+                          "a number of processes (1 or more), gpu or auto");
+    }
+    q.nproc_per_node = {v, s.source("nproc-per-node")};
+  }
+  if (auto n = s.integer("nnodes", 1, 65536, false)) q.nnodes = as_int(s, "nnodes", *n);
+  if (auto k = s.integer("node-rank", 0, 65535, false)) q.node_rank = as_int(s, "node-rank", *k);
+  if (q.node_rank && q.nnodes && q.node_rank->value >= q.nnodes->value) {
+    settings::bad_value(
+        q.node_rank->source, std::to_string(q.node_rank->value),
+        "a node rank below " + q.nnodes->source + " " + std::to_string(q.nnodes->value));
+  }
+  if (s.has("master-addr")) {
+    const std::string v = s.get("master-addr");
+    if (v.empty() || v.find_first_of(" \t/,") != std::string::npos || v.size() > 255) {
+      settings::bad_value(s.source("master-addr"), v, "a host name or IP address");
+    }
+    q.master_addr = Sourced<std::string>{v, s.source("master-addr")};
+  }
+  if (auto p = s.integer("master-port", 1, 65535, false)) {
+    q.master_port = as_int(s, "master-port", *p);
+  }
+  q.cpu_bind = {s.one_of("cpu-bind", {"none", "cores"}, "none"), s.source("cpu-bind")};
+  q.log_ranks = {s.one_of("log-ranks", {"0", "all"}, "0"), s.source("log-ranks")};
+  s.one_of("dist-backend", {"auto", "gloo", "nccl"}, "auto");
+  s.real("dist-timeout", 1.0, 86400.0);
+  s.real("rdzv-timeout", 1.0, 86400.0);
+  r->lr_scaling = {s.one_of("lr-scaling", {"none", "linear", "sqrt"}, "none"),
+                   s.source("lr-scaling")};
+  if (auto lr = s.real("lr", 0.0, 1e6)) r->lr = {*lr, s.source("lr")};
+}
+
 // The training settings the batch-size cache is keyed by, and the program and library to use.
 void read_program_settings(const settings::Layers& s, LaunchOptions* opts) {
   opts->data_given = s.has("data");
@@ -258,6 +298,7 @@ LaunchOptions parse_options(int argc, const char* const argv[]) {
   read_workspace_and_config(s, &opts);
   read_sizes(s, &opts.request);
   read_run_settings(s, &opts);
+  read_rank_settings(s, &opts.request);
   read_program_settings(s, &opts);
   opts.trainer_env = trainer_env(s);
   return opts;

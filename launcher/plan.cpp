@@ -255,6 +255,100 @@ void check_driver(const Facts& facts, const Request& req, const std::string& dev
   if (!v.message.empty()) warnings->push_back(v.message);
 }
 
+// How many processes share this node's usable cores, and why.
+Choice<int> core_sharers(const Facts& facts, const Topology& t) {
+  if (!t.one_worker) {
+    return {t.nproc.value, t.nproc.value == 1 ? std::string("one process")
+                                              : std::to_string(t.nproc.value) + " processes"};
+  }
+  // A scheduler that bound each task to its own CPUs (srun --cpu-bind, a pod's quota) already
+  // gave this process its share; one that did not leaves every task on all of the node's CPUs.
+  const bool bound = facts.cpu.affinity && *facts.cpu.affinity < facts.cpu.online;
+  if (bound || facts.cpu.quota || t.local_world_size <= 1) {
+    return {1, "this task's own CPUs (affinity or quota set by the scheduler)"};
+  }
+  return {t.local_world_size,
+          std::to_string(t.local_world_size) + " tasks on this node (LOCAL_WORLD_SIZE), unbound"};
+}
+
+// Each process started here: its ranks, device, core share, and the workers and threads planned
+// from that share (with its share of RAM and /dev/shm for the loader's caps).
+void plan_ranks(const Facts& facts, const Request& req, Plan* plan) {
+  const Topology& t = plan->topology;
+  const Choice<int> sharers = core_sharers(facts, t);
+  const std::vector<int> shares = split_cores(facts.cpu.usable, sharers.value);
+  if (facts.cpu.usable < sharers.value) {
+    plan->warnings.push_back(std::to_string(sharers.value) + " processes share " +
+                             usable_cores(facts.cpu.usable) +
+                             ": each gets 1 and the CPU is oversubscribed");
+  }
+  const int gpus = static_cast<int>(facts.gpu.gpus.size());
+  const auto per = static_cast<std::uint64_t>(sharers.value);
+  for (int i = 0; i < t.nproc.value; ++i) {
+    RankPlan r;
+    r.local_rank = t.first_local_rank + i;
+    r.global_rank = t.first_rank + i;
+    r.device = rank_device(t, plan->device.value, req.device.value, gpus, i);
+    const int share_index = t.one_worker ? r.local_rank % sharers.value : i;
+    const int share = shares[static_cast<std::size_t>(share_index)];
+    r.cores = {share, sharers.value == 1 ? usable_cores(facts.cpu.usable)
+                                         : "share of " + usable_cores(facts.cpu.usable) +
+                                               " split between " + sharers.reason};
+    Facts view = facts;
+    view.cpu.usable = share;
+    view.memory.usable = facts.memory.usable / per;
+    view.shm.free = facts.shm.free / per;
+    std::vector<std::string> warnings;
+    r.workers = plan_workers(view, req, plan->batch_size.value, &warnings);
+    r.threads = plan_threads(view, req, r.workers.value, &warnings);
+    // dl-train times a few batches of loading and a few training steps at start and picks from
+    // them (its pipeline plan), which beats any rule when loading is cheap or expensive.
+    if (req.trainer_measures && !req.workers) {
+      r.workers.reason =
+          "measured by dl-train at start (rule of thumb: " + std::to_string(r.workers.value) +
+          ", " + r.workers.reason + ")";
+    }
+    if (req.trainer_measures && !req.threads) {
+      r.threads.reason = "measured by dl-train at start, up to " + usable_cores(share);
+    }
+    for (auto& w : warnings) {
+      if (std::find(plan->warnings.begin(), plan->warnings.end(), w) == plan->warnings.end()) {
+        plan->warnings.push_back(w);
+      }
+    }
+    plan->ranks.push_back(r);
+  }
+}
+
+// The batch over all ranks and the learning rate for it.
+void plan_global_batch(const Request& req, Plan* plan) {
+  const int world = plan->topology.world_size.value;
+  const long long global = static_cast<long long>(plan->batch_size.value) * world;
+  plan->global_batch = {global, world == 1
+                                    ? std::string("one rank")
+                                    : "per-rank batch " + std::to_string(plan->batch_size.value) +
+                                          " x " + std::to_string(world) + " ranks"};
+  const std::string& rule = req.lr_scaling.value;
+  const double lr = req.lr.value;
+  const std::string lr_from = req.lr.source == "default" ? "default" : "from " + req.lr.source;
+  const std::string rule_from =
+      req.lr_scaling.source == "default" ? "default" : "from " + req.lr_scaling.source;
+  if (rule == "linear") {
+    plan->learning_rate = {format_number(lr * world),
+                           "--lr-scaling linear (" + rule_from + "): lr " + format_number(lr) +
+                               " (" + lr_from + ") x " + std::to_string(world) + " ranks"};
+  } else if (rule == "sqrt") {
+    plan->learning_rate = {format_number(lr * std::sqrt(static_cast<double>(world))),
+                           "--lr-scaling sqrt (" + rule_from + "): lr " + format_number(lr) + " (" +
+                               lr_from + ") x sqrt(" + std::to_string(world) + ")"};
+  } else {
+    plan->learning_rate = {
+        format_number(lr),
+        "kept (--lr-scaling none, " + rule_from + "; lr " + lr_from + ")" +
+            (world > 1 ? std::string("; linear or sqrt scale it with the world size") : "")};
+  }
+}
+
 }  // namespace
 
 bool wants_batch_search(const Request& req, const std::string& device) {
@@ -287,21 +381,14 @@ Plan make_plan(const Facts& facts, const Request& req, const BatchSearchRecord* 
   plan.precision = plan_precision(facts, req, plan.device.value, &plan.warnings);
   plan.batch_size = plan_batch(facts, req, plan.device.value, search, &plan.warnings);
   if (search != nullptr) plan.batch_search = *search;
-  plan.workers = plan_workers(facts, req, plan.batch_size.value, &plan.warnings);
-  plan.threads = plan_threads(facts, req, plan.workers.value, &plan.warnings);
-  // dl-train times a few batches of loading and a few training steps at start and picks from
-  // them (its pipeline plan), which beats any rule when loading is cheap or expensive.
-  if (req.trainer_measures && !req.workers) {
-    plan.workers_measured = true;
-    plan.workers.reason =
-        "measured by dl-train at start (rule of thumb: " + std::to_string(plan.workers.value) +
-        ", " + plan.workers.reason + ")";
-  }
-  if (req.trainer_measures && !req.threads) {
-    plan.threads_measured = true;
-    plan.threads.reason = "measured by dl-train at start, up to " +
-                          std::to_string(facts.cpu.usable) + " usable cores";
-  }
+  plan.topology = plan_topology(req.scheduler, req.ranks, plan.device.value, req.device.value,
+                                static_cast<int>(facts.gpu.gpus.size()), req.default_program);
+  plan_ranks(facts, req, &plan);
+  plan.workers = plan.ranks.front().workers;
+  plan.threads = plan.ranks.front().threads;
+  plan.workers_measured = req.trainer_measures && !req.workers;
+  plan.threads_measured = req.trainer_measures && !req.threads;
+  plan_global_batch(req, &plan);
 
   if (facts.shm.present && facts.shm.total <= kDockerDefaultShm) {
     plan.warnings.push_back(

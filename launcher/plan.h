@@ -9,15 +9,10 @@
 
 #include "core/probe.h"
 #include "launcher/batch_search.h"
+#include "launcher/sourced.h"
+#include "launcher/topology.h"
 
 namespace dl {
-
-// A value and where it came from ("--workers", "DL_WORKERS", "/ws/dl.conf", "default").
-template <typename T>
-struct Sourced {
-  T value{};
-  std::string source = "default";
-};
 
 struct Request {
   std::optional<Sourced<int>> workers;  // unset: derive
@@ -41,12 +36,14 @@ struct Request {
   Sourced<std::uint64_t> sample_bytes{3 * 224 * 224 * 4, "3x224x224 assumed"};  // one float sample
   // The program passes batches between processes through /dev/shm (PyTorch's DataLoader does).
   bool shm_batches = false;
-};
-
-template <typename T>
-struct Choice {
-  T value{};
-  std::string reason;
+  // Several processes: what the environment's scheduler says and what the options ask.
+  SchedulerEnv scheduler;
+  RankRequest ranks;
+  // The program is dl-train (not a command after --): --nproc-per-node defaults to auto.
+  bool default_program = false;
+  // dl-train's learning rate and its rule for several ranks (forwarded; the plan shows them).
+  Sourced<double> lr{0.001};
+  Sourced<std::string> lr_scaling{"none"};  // none | linear | sqrt
 };
 
 // How the batch size was searched: now, by probes, or earlier, read from the workspace's cache.
@@ -63,6 +60,17 @@ struct BatchSearchRecord {
   bool cache_written = false;  // stored for the next start (never in a dry run)
 };
 
+// One process started here: its ranks, device and share of the CPU.
+struct RankPlan {
+  int local_rank = 0;
+  int global_rank = 0;
+  std::string device;  // "cpu" or "cuda:LOCAL_RANK"
+  Choice<int> cores;   // its share of the usable cores (DL_CORES)
+  Choice<int> workers;
+  Choice<int> threads;
+  std::vector<int> cpus;  // --cpu-bind cores: the CPUs it is pinned to; empty: not pinned
+};
+
 struct Plan {
   Choice<std::string> device;  // "cpu" or "cuda:N"
   Choice<std::string> precision;
@@ -74,6 +82,12 @@ struct Plan {
   bool threads_measured = false;
   Choice<int> batch_size;
   std::optional<BatchSearchRecord> batch_search;  // when the batch size was searched
+  // The ranks: the topology, every process started here (the first is the one the fields above
+  // describe), the batch over all ranks and the learning rate dl-train will use.
+  Topology topology;
+  std::vector<RankPlan> ranks;
+  Choice<long long> global_batch;
+  Choice<std::string> learning_rate;
   std::vector<std::string> warnings;
 };
 

@@ -5,6 +5,7 @@
 #include <map>
 
 #include "launcher/launch.h"
+#include "launcher/plan.h"
 
 namespace dl::test {
 namespace {
@@ -71,18 +72,78 @@ TEST(LaunchEnv, MeasuringTrainerGetsAutoAndTheCores) {
   EXPECT_EQ(fixed.at("DL_CORES"), "1");
 }
 
-TEST(LaunchEnv, SchedulerAndUserSettingsAreKept) {
+TEST(LaunchEnv, UserThreadSettingsAreKept) {
   const auto env = as_map(child_environment(sample_launch(), [](const char* name) {
-    const std::map<std::string, std::string> outer = {
-        {"RANK", "3"}, {"WORLD_SIZE", "8"}, {"MASTER_ADDR", "node0"}, {"OMP_NUM_THREADS", "5"}};
-    const auto it = outer.find(name);
-    return it == outer.end() ? std::optional<std::string>{} : it->second;
+    return std::string(name) == "OMP_NUM_THREADS" ? std::optional<std::string>("5")
+                                                  : std::optional<std::string>{};
   }));
-  EXPECT_EQ(env.at("RANK"), "3");
-  EXPECT_EQ(env.at("WORLD_SIZE"), "8");
-  EXPECT_EQ(env.at("MASTER_ADDR"), "node0");
   EXPECT_EQ(env.count("OMP_NUM_THREADS"), 0u);  // not overridden: the launcher's env passes it on
   EXPECT_EQ(env.at("MKL_NUM_THREADS"), "2");
+}
+
+// A plan for 2 GPUs x 2 nodes, this being node 1, made by the planner from the options.
+Launch two_by_two() {
+  Facts f;
+  f.cpu.online = f.cpu.usable = 8;
+  f.memory.total = f.memory.usable = 64ull << 30;
+  f.shm = {true, 8ull << 30, 8ull << 30};
+  f.gpu.available = true;
+  for (int i = 0; i < 2; ++i) f.gpu.gpus.push_back({i, "GPU", 16ull << 30, 15ull << 30, 8, 0});
+  Request r;
+  r.default_program = true;
+  r.batch_size = {32, "--batch-size"};
+  r.ranks.nnodes = Sourced<int>{2, "--nnodes"};
+  r.ranks.node_rank = Sourced<int>{1, "--node-rank"};
+  r.ranks.master_addr = Sourced<std::string>{"10.0.0.1", "--master-addr"};
+  Launch l = sample_launch();
+  l.facts = f;
+  l.request = r;
+  l.plan = make_plan(f, r);
+  return l;
+}
+
+TEST(LaunchEnv, EachRankGetsItsRanksDeviceAndShare) {
+  const Launch l = two_by_two();
+  ASSERT_EQ(l.plan.ranks.size(), 2u);
+  const auto none = [](const char*) { return std::optional<std::string>{}; };
+  for (std::size_t i = 0; i < 2; ++i) {
+    const auto env = as_map(rank_environment(l, i, none));
+    const std::string local = std::to_string(i);
+    EXPECT_EQ(env.at("RANK"), std::to_string(2 + i));
+    EXPECT_EQ(env.at("LOCAL_RANK"), local);
+    EXPECT_EQ(env.at("WORLD_SIZE"), "4");
+    EXPECT_EQ(env.at("LOCAL_WORLD_SIZE"), "2");
+    EXPECT_EQ(env.at("GROUP_RANK"), "1");
+    EXPECT_EQ(env.at("MASTER_ADDR"), "10.0.0.1");
+    EXPECT_EQ(env.at("MASTER_PORT"), "29500");
+    EXPECT_EQ(env.at("DL_DEVICE"), "cuda:" + local);
+    EXPECT_EQ(env.at("DL_BATCH_SIZE"), "32");  // per rank
+    EXPECT_EQ(env.at("DL_CORES"), "4");        // 8 cores, 2 ranks
+    EXPECT_EQ(env.at("OMP_NUM_THREADS"), env.at("DL_THREADS"));
+    // Not rank 0's node: its own plan file, which rank 0's never overwrites.
+    EXPECT_EQ(env.at("DL_PLAN"), "/ws/runs/r1/plan-rank-2.json");
+  }
+}
+
+TEST(LaunchEnv, SchedulersValuesReachTheProgram) {
+  Launch l = two_by_two();
+  l.request = Request{};
+  l.request.scheduler = detect_scheduler([](const char* name) -> std::optional<std::string> {
+    const std::map<std::string, std::string> outer = {
+        {"RANK", "3"}, {"WORLD_SIZE", "8"}, {"MASTER_ADDR", "node0"}, {"MASTER_PORT", "1234"}};
+    const auto it = outer.find(name);
+    return it == outer.end() ? std::optional<std::string>{} : it->second;
+  });
+  l.plan = make_plan(l.facts, l.request);
+  const auto env =
+      as_map(child_environment(l, [](const char*) { return std::optional<std::string>{}; }));
+  EXPECT_EQ(env.at("RANK"), "3");
+  EXPECT_EQ(env.at("LOCAL_RANK"), "0");
+  EXPECT_EQ(env.at("WORLD_SIZE"), "8");
+  EXPECT_EQ(env.at("MASTER_ADDR"), "node0");
+  EXPECT_EQ(env.at("MASTER_PORT"), "1234");
+  EXPECT_EQ(env.at("DL_DEVICE"), "cuda:0");
+  EXPECT_EQ(env.at("DL_PLAN"), "/ws/runs/r1/plan-rank-3.json");
 }
 
 }  // namespace

@@ -155,26 +155,59 @@ TEST_P(OptionsBadInput, OneClearErrorNamingTheOption) {
 
 INSTANTIATE_TEST_SUITE_P(
     Table, OptionsBadInput,
-    ::testing::Values(BadInput{{"--wrokers", "2"}, exit_code::kUsage, "wrokers"},
-                      BadInput{{"--workers=-3"}, exit_code::kUsage, "--workers"},
-                      BadInput{{"--workers", "two"}, exit_code::kUsage, "'two'"},
-                      BadInput{{"--batch-size", "0"}, exit_code::kUsage, "--batch-size"},
-                      BadInput{{"--batch-size", "many"}, exit_code::kUsage, "--batch-size"},
-                      BadInput{{"--memory-budget", "6 gigs"}, exit_code::kUsage, "6GiB"},
-                      BadInput{{"--memory-budget", "0"}, exit_code::kUsage, "--memory-budget"},
-                      BadInput{{"--memory-margin", "0.95"}, exit_code::kUsage, "--memory-margin"},
-                      BadInput{{"--retune", "maybe"}, exit_code::kUsage, "--retune"},
-                      BadInput{{"--threads", "0"}, exit_code::kUsage, ">= 1"},
-                      BadInput{{"--precision", "fp17"}, exit_code::kUsage, "fp32, fp16, bf16"},
-                      BadInput{{"--device", "gpu"}, exit_code::kUsage, "cuda:N"},
-                      BadInput{{"--device", "cuda:x"}, exit_code::kUsage, "--device"},
-                      BadInput{{"--input-shape", "3x0x4"}, exit_code::kUsage, "CxHxW"},
-                      BadInput{{"--grace-period", "-1"}, exit_code::kUsage, "--grace-period"},
-                      BadInput{{"--name", "../escape"}, exit_code::kUsage, "--name"},
-                      BadInput{{"--workers"}, exit_code::kUsage, "workers"},
-                      BadInput{{"--config", "/nonexistent/dl.conf"},
-                               exit_code::kMissing,
-                               "/nonexistent/dl.conf"}));
+    ::testing::Values(
+        BadInput{{"--wrokers", "2"}, exit_code::kUsage, "wrokers"},
+        BadInput{{"--workers=-3"}, exit_code::kUsage, "--workers"},
+        BadInput{{"--workers", "two"}, exit_code::kUsage, "'two'"},
+        BadInput{{"--batch-size", "0"}, exit_code::kUsage, "--batch-size"},
+        BadInput{{"--batch-size", "many"}, exit_code::kUsage, "--batch-size"},
+        BadInput{{"--memory-budget", "6 gigs"}, exit_code::kUsage, "6GiB"},
+        BadInput{{"--memory-budget", "0"}, exit_code::kUsage, "--memory-budget"},
+        BadInput{{"--memory-margin", "0.95"}, exit_code::kUsage, "--memory-margin"},
+        BadInput{{"--retune", "maybe"}, exit_code::kUsage, "--retune"},
+        BadInput{{"--threads", "0"}, exit_code::kUsage, ">= 1"},
+        BadInput{{"--precision", "fp17"}, exit_code::kUsage, "fp32, fp16, bf16"},
+        BadInput{{"--device", "gpu"}, exit_code::kUsage, "cuda:N"},
+        BadInput{{"--device", "cuda:x"}, exit_code::kUsage, "--device"},
+        BadInput{{"--input-shape", "3x0x4"}, exit_code::kUsage, "CxHxW"},
+        BadInput{{"--grace-period", "-1"}, exit_code::kUsage, "--grace-period"},
+        BadInput{{"--name", "../escape"}, exit_code::kUsage, "--name"},
+        BadInput{{"--workers"}, exit_code::kUsage, "workers"},
+        BadInput{{"--nproc-per-node", "0"}, exit_code::kUsage, "--nproc-per-node"},
+        BadInput{{"--nproc-per-node", "many"}, exit_code::kUsage, "gpu or auto"},
+        BadInput{{"--nnodes", "0"}, exit_code::kUsage, "--nnodes"},
+        BadInput{{"--node-rank", "-1"}, exit_code::kUsage, "--node-rank"},
+        BadInput{{"--nnodes", "2", "--node-rank", "2"}, exit_code::kUsage, "below --nnodes 2"},
+        BadInput{{"--master-port", "70000"}, exit_code::kUsage, "--master-port"},
+        BadInput{{"--master-addr", "a b"}, exit_code::kUsage, "--master-addr"},
+        BadInput{{"--cpu-bind", "sockets"}, exit_code::kUsage, "--cpu-bind"},
+        BadInput{{"--log-ranks", "1"}, exit_code::kUsage, "--log-ranks"},
+        BadInput{{"--lr-scaling", "square"}, exit_code::kUsage, "linear, sqrt"},
+        BadInput{{"--dist-backend", "mpi"}, exit_code::kUsage, "gloo, nccl"},
+        BadInput{{"--dist-timeout", "0"}, exit_code::kUsage, "--dist-timeout"},
+        BadInput{{"--rdzv-timeout", "x"}, exit_code::kUsage, "--rdzv-timeout"},
+        BadInput{
+            {"--config", "/nonexistent/dl.conf"}, exit_code::kMissing, "/nonexistent/dl.conf"}));
+
+TEST_F(OptionsTest, RankOptionsFromEveryLayer) {
+  config("nproc-per-node = 2\nmaster-port = 4000\n");
+  env("DL_MASTER_ADDR", "10.0.0.9");
+  const LaunchOptions o = parse({"--nnodes", "2", "--node-rank", "1", "--lr-scaling", "sqrt"});
+  const RankRequest& q = o.request.ranks;
+  EXPECT_EQ(q.nproc_per_node.value, "2");
+  EXPECT_EQ(q.nproc_per_node.source, dir_ + "/dl.conf: nproc-per-node");
+  ASSERT_TRUE(q.nnodes && q.node_rank && q.master_addr && q.master_port);
+  EXPECT_EQ(q.nnodes->value, 2);
+  EXPECT_EQ(q.node_rank->value, 1);
+  EXPECT_EQ(q.master_addr->value, "10.0.0.9");
+  EXPECT_EQ(q.master_addr->source, "DL_MASTER_ADDR");
+  EXPECT_EQ(q.master_port->value, 4000);
+  EXPECT_EQ(o.request.lr_scaling.value, "sqrt");
+  // A training setting: handed on to dl-train, which applies it.
+  bool forwarded = false;
+  for (const auto& [k, v] : o.trainer_env) forwarded |= k == "DL_LR_SCALING" && v == "sqrt";
+  EXPECT_TRUE(forwarded);
+}
 
 TEST_F(OptionsTest, BadEnvironmentValueNamesTheVariable) {
   env("DL_WORKERS", "abc");

@@ -250,5 +250,66 @@ TEST(Plan, IsAPureFunction) {
   EXPECT_EQ(a.warnings, b.warnings);
 }
 
+// --- Several ranks ------------------------------------------------------------------------------
+
+TEST(PlanRanks, OneRankKeepsTheWholeMachine) {
+  const Plan p = make_plan(cpu_machine(8), Request{});
+  ASSERT_EQ(p.ranks.size(), 1u);
+  EXPECT_EQ(p.ranks[0].cores.value, 8);
+  EXPECT_EQ(p.ranks[0].workers.value, p.workers.value);
+  EXPECT_EQ(p.topology.world_size.value, 1);
+  EXPECT_EQ(p.global_batch.value, 64);
+  EXPECT_EQ(p.learning_rate.value, "0.001");
+}
+
+TEST(PlanRanks, LocalRanksSplitTheCoresAndPlanFromTheirShare) {
+  Request r;
+  r.ranks.nproc_per_node = {"3", "--nproc-per-node"};
+  const Plan p = make_plan(cpu_machine(8), r);
+  ASSERT_EQ(p.ranks.size(), 3u);
+  EXPECT_EQ(p.ranks[0].cores.value, 3);
+  EXPECT_EQ(p.ranks[1].cores.value, 3);
+  EXPECT_EQ(p.ranks[2].cores.value, 2);
+  // Workers: share - 2, at least 1; threads: what the workers leave.
+  EXPECT_EQ(p.ranks[0].workers.value, 1);
+  EXPECT_EQ(p.ranks[0].threads.value, 2);
+  EXPECT_EQ(p.ranks[2].threads.value, 1);
+  EXPECT_EQ(p.workers.value, p.ranks[0].workers.value);
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(p.ranks[i].global_rank, i);
+    EXPECT_EQ(p.ranks[i].device, "cpu");
+  }
+  EXPECT_EQ(p.global_batch.value, 3 * 64);
+}
+
+TEST(PlanRanks, MoreRanksThanCoresIsAWarning) {
+  Request r;
+  r.ranks.nproc_per_node = {"4", "--nproc-per-node"};
+  const Plan p = make_plan(cpu_machine(2), r);
+  EXPECT_EQ(p.ranks[3].cores.value, 1);
+  EXPECT_TRUE(any_warning(p, "oversubscribed"));
+}
+
+TEST(PlanRanks, OneProcessPerGpuForDlTrain) {
+  Request r;
+  r.default_program = true;
+  const Plan p = make_plan(gpu_machine(8, 0), r);
+  ASSERT_EQ(p.ranks.size(), 2u);
+  EXPECT_EQ(p.ranks[1].device, "cuda:1");
+  EXPECT_EQ(p.ranks[1].cores.value, 8);
+}
+
+TEST(PlanRanks, LearningRateRules) {
+  Request r;
+  r.ranks.nproc_per_node = {"4", "--nproc-per-node"};
+  r.lr = {0.002, "--lr"};
+  EXPECT_EQ(make_plan(cpu_machine(8), r).learning_rate.value, "0.002");
+  EXPECT_TRUE(contains(make_plan(cpu_machine(8), r).learning_rate.reason, "kept"));
+  r.lr_scaling = {"linear", "--lr-scaling"};
+  EXPECT_EQ(make_plan(cpu_machine(8), r).learning_rate.value, "0.008");
+  r.lr_scaling = {"sqrt", "--lr-scaling"};
+  EXPECT_EQ(make_plan(cpu_machine(8), r).learning_rate.value, "0.004");
+}
+
 }  // namespace
 }  // namespace dl::test
