@@ -3,15 +3,18 @@
 // first byte is written to the workspace.
 #include "launcher/app.h"
 
+#include <sched.h>
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
 #include <exception>
 #include <iostream>
+#include <map>
 #include <optional>
 
 #include "core/data_location.h"
@@ -30,8 +33,11 @@
 #include "launcher/launch.h"
 #include "launcher/options.h"
 #include "launcher/plan.h"
+#include "launcher/ports.h"
+#include "launcher/rank_supervisor.h"
 #include "launcher/report.h"
 #include "launcher/supervisor.h"
+#include "launcher/topology.h"
 
 namespace dl {
 namespace {
@@ -95,9 +101,17 @@ BatchSearchRecord search_batch_size(const LaunchOptions& opts, const Launch& l) 
   // Everything training gets, but DL_BATCH_SIZE is each probe's own batch (batch_probe.cpp): the
   // first plan's would be a meaningless value that changes with the plan, and so would the probes'
   // environment (and, by a few MiB, their heap layout and resident memory) between the search and
-  // a later probe of its answer.
+  // a later probe of its answer. A probe is one process on one GPU, whatever the run's ranks.
+  const std::map<std::string, std::string> single = {{"DL_DEVICE", l.plan.device.value},
+                                                     {"RANK", "0"},
+                                                     {"LOCAL_RANK", "0"},
+                                                     {"WORLD_SIZE", "1"},
+                                                     {"LOCAL_WORLD_SIZE", "1"},
+                                                     {"GROUP_RANK", "0"}};
   for (const auto& [name, value] : l.env) {
-    if (name != "DL_BATCH_SIZE") t.probe.env.emplace_back(name, value);
+    if (name == "DL_BATCH_SIZE") continue;
+    const auto it = single.find(name);
+    t.probe.env.emplace_back(name, it == single.end() ? value : it->second);
   }
   const Choice<std::uint64_t> budget = batch_search_budget(l.facts, l.request, l.plan.device.value);
   t.search.budget_bytes = budget.value;
@@ -140,6 +154,8 @@ Launch resolve_launch(LaunchOptions& opts, std::optional<std::string>* missing_t
   Request& req = opts.request;
   req.shm_batches = passes_batches_through_shm(launch.command);
   req.trainer_measures = default_program && !*missing_trainer;
+  req.default_program = default_program;
+  req.scheduler = detect_scheduler({});
   if (!default_program) {
     req.probe_unavailable = "the program is " + launch.command[0] + ", not dl-train";
   } else if (*missing_trainer) {
@@ -161,33 +177,105 @@ Launch resolve_launch(LaunchOptions& opts, std::optional<std::string>* missing_t
   return launch;
 }
 
+// The search on every GPU this node's ranks use, once per kind of GPU (identical GPUs have one
+// answer, as the cache has); the smallest answer, which every rank can run.
+BatchSearchRecord search_local_gpus(const LaunchOptions& opts, const Launch& launch,
+                                    std::string* note) {
+  std::vector<std::string> devices;
+  for (const auto& r : launch.plan.ranks) {
+    if (r.device != "cpu" && std::find(devices.begin(), devices.end(), r.device) == devices.end()) {
+      devices.push_back(r.device);
+    }
+  }
+  if (devices.size() <= 1) return search_batch_size(opts, launch);
+  std::map<std::string, BatchSearchRecord> by_gpu;  // GPU name and size -> its answer
+  std::string answers;
+  std::optional<BatchSearchRecord> smallest;
+  for (const auto& device : devices) {
+    Launch one = launch;
+    one.plan.device.value = device;
+    const std::string gpu = cache_key(opts, one).gpu;
+    auto it = by_gpu.find(gpu);
+    if (it == by_gpu.end()) it = by_gpu.emplace(gpu, search_batch_size(opts, one)).first;
+    answers +=
+        (answers.empty() ? "" : ", ") + device + " " + std::to_string(it->second.result.batch);
+    if (!smallest || it->second.result.batch < smallest->result.batch) smallest = it->second;
+  }
+  *note = by_gpu.size() == 1 ? "; the same for all " + std::to_string(devices.size()) +
+                                   " identical GPUs of this node"
+                             : "; the smallest of this node's GPUs (" + answers + ")";
+  return *smallest;
+}
+
+// Rank 0's port: a free one found for one node, or the one given tried where rank 0 starts here.
+void settle_port(Topology& t) {
+  if (t.pick_free_port) {
+    t.master_port.value = free_port();
+  } else if (t.check_port) {
+    check_port_free(t.master_port.value);
+  }
+}
+
+// --cpu-bind cores: each rank's block of the CPUs in this process's affinity mask.
+void pin_ranks(Plan& plan) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof set, &set) != 0) return;
+  std::vector<int> cpus;
+  for (int c = 0; c < CPU_SETSIZE; ++c) {
+    if (CPU_ISSET(c, &set)) cpus.push_back(c);
+  }
+  const Topology& t = plan.topology;
+  const int blocks_wanted = t.one_worker ? t.local_world_size : t.nproc.value;
+  const auto blocks = split_cpus(cpus, blocks_wanted);
+  if (!blocks) {
+    throw UserError(exit_code::kUsage,
+                    "--cpu-bind cores: the affinity mask has " + std::to_string(cpus.size()) +
+                        " CPUs (" + cpu_list_text(cpus) + "), fewer than the " +
+                        std::to_string(blocks_wanted) + " ranks of this node; use --cpu-bind none");
+  }
+  for (std::size_t i = 0; i < plan.ranks.size(); ++i) {
+    const auto index =
+        static_cast<std::size_t>(t.one_worker ? plan.ranks[i].local_rank : static_cast<int>(i));
+    if (index < blocks->size()) plan.ranks[i].cpus = (*blocks)[index];
+  }
+}
+
 // Probe, plan, and where the plan wants it, the batch-size search and a second plan around its
-// answer; then the run's name and the program's environment.
+// answer; then the run's name, rank 0's port, the pinning and the program's environment.
 void plan_launch(const LaunchOptions& opts, Launch& launch) {
   const SystemHost host(opts.nvml_library);
   launch.facts = probe(host);
   launch.plan = make_plan(launch.facts, launch.request);
-  launch.run_name = choose_run_name(launch.workspace, opts.run_name, std::time(nullptr));
+  std::string name = opts.run_name;
+  if (name.empty() && launch.request.scheduler.run_name) name = *launch.request.scheduler.run_name;
+  launch.run_name = choose_run_name(launch.workspace, name, std::time(nullptr));
   launch.run_dir = launch.workspace + "/runs/" + launch.run_name;
   launch.forwarded = opts.trainer_env;
   if (launch.config_file) launch.forwarded.emplace_back("DL_CONFIG", *launch.config_file);
+  settle_port(launch.plan.topology);
   launch.env = child_environment(launch);
-  if (!wants_batch_search(launch.request, launch.plan.device.value)) return;
-
-  // Probes get the environment training would get (the first plan's threads, device and
-  // precision); the chosen batch then re-plans the workers, which depend on it.
-  std::optional<BatchSearchRecord> searched;
-  std::optional<std::string> probe_failure;
-  try {
-    searched = search_batch_size(opts, launch);
-  } catch (const UserError& e) {
-    // dl-train refused its input: training would refuse it too. A dry run still shows the plan.
-    if (!opts.dry_run) throw;
-    launch.request.probe_unavailable = "its probe failed";
-    probe_failure = e.what();
+  if (wants_batch_search(launch.request, launch.plan.device.value)) {
+    // Probes get the environment training would get (the first plan's threads, device and
+    // precision); the chosen batch then re-plans the workers, which depend on it.
+    std::optional<BatchSearchRecord> searched;
+    std::optional<std::string> probe_failure;
+    std::string note;
+    try {
+      searched = search_local_gpus(opts, launch, &note);
+    } catch (const UserError& e) {
+      // dl-train refused its input: training would refuse it too. A dry run still shows the plan.
+      if (!opts.dry_run) throw;
+      launch.request.probe_unavailable = "its probe failed";
+      probe_failure = e.what();
+    }
+    const Choice<int> port = launch.plan.topology.master_port;
+    launch.plan = make_plan(launch.facts, launch.request, searched ? &*searched : nullptr);
+    launch.plan.topology.master_port = port;
+    launch.plan.batch_size.reason += note;
+    if (probe_failure) launch.plan.warnings.push_back(*probe_failure);
   }
-  launch.plan = make_plan(launch.facts, launch.request, searched ? &*searched : nullptr);
-  if (probe_failure) launch.plan.warnings.push_back(*probe_failure);
+  if (launch.request.ranks.cpu_bind.value == "cores") pin_ranks(launch.plan);
   launch.env = child_environment(launch);
 }
 
@@ -208,8 +296,34 @@ void write_run_files(Launch& launch) {
     launch.run_as->home = home_for(*launch.run_as, launch.workspace);
     launch.env.emplace_back("HOME", launch.run_as->home);
   }
-  write_file_atomic(launch.run_dir + "/plan.json", render_json(launch));
-  give_to(launch.run_as, launch.run_dir + "/plan.json");
+  const std::string plan_file = launch.run_dir + "/" + plan_file_name(launch);
+  write_file_atomic(plan_file, render_json(launch));
+  give_to(launch.run_as, plan_file);
+}
+
+// Every rank started here, its environment, pinning, and whether the terminal shows it.
+RankGroupSpec rank_group(const LaunchOptions& opts, const Launch& launch) {
+  const Topology& t = launch.plan.topology;
+  const bool all = launch.request.ranks.log_ranks.value == "all";
+  RankGroupSpec g;
+  g.argv = launch.command;
+  g.cwd = launch.workspace;
+  g.log_dir = launch.run_dir;
+  g.grace_seconds = opts.grace_seconds;
+  g.identity = launch.run_as;
+  g.prefix = all && t.world_size.value > 1;
+  for (std::size_t i = 0; i < launch.plan.ranks.size(); ++i) {
+    const RankPlan& r = launch.plan.ranks[i];
+    RankSpawn spawn;
+    spawn.global_rank = r.global_rank;
+    spawn.env = rank_environment(launch, i);
+    if (launch.run_as) spawn.env.emplace_back("HOME", launch.run_as->home);
+    spawn.cpus = r.cpus;
+    // This node's first local rank is on the terminal: rank 0 on node 0.
+    spawn.shown = all || r.local_rank == 0;
+    g.ranks.push_back(std::move(spawn));
+  }
+  return g;
 }
 
 int run(int argc, const char* const argv[]) {
@@ -244,15 +358,20 @@ int run(int argc, const char* const argv[]) {
   std::cout << render_text(launch, false) << std::flush;
   write_run_files(launch);
 
-  SpawnSpec spec;
-  spec.argv = launch.command;
-  spec.cwd = launch.workspace;
-  spec.env = launch.env;
-  spec.grace_seconds = opts.grace_seconds;
-  spec.identity = launch.run_as;
-  const int code = supervise(spec);
-  if (code != 0) spdlog::warn("{} exited with code {}", launch.command[0], code);
-  return code;
+  const Topology& t = launch.plan.topology;
+  if (t.world_size.value == 1 && launch.plan.ranks.size() <= 1) {
+    // One process: it inherits the terminal (a progress bar redraws), as it always has.
+    SpawnSpec spec;
+    spec.argv = launch.command;
+    spec.cwd = launch.workspace;
+    spec.env = launch.env;
+    spec.grace_seconds = opts.grace_seconds;
+    spec.identity = launch.run_as;
+    const int code = supervise(spec);
+    if (code != 0) spdlog::warn("{} exited with code {}", launch.command[0], code);
+    return code;
+  }
+  return supervise_ranks(rank_group(opts, launch));
 }
 
 }  // namespace

@@ -117,6 +117,77 @@ void json_search(JsonWriter& w, const std::optional<BatchSearchRecord>& search) 
   w.end_object();
 }
 
+// The ranks: the scheduler, the topology, each process started here, the batch over all ranks
+// and the learning rate. One process on one node says so in one line.
+std::string rank_lines(const Launch& l) {
+  const Plan& p = l.plan;
+  const Topology& t = p.topology;
+  std::string out = "ranks\n";
+  if (t.scheduler != "none") out += row("scheduler", t.scheduler, t.scheduler_evidence);
+  out += row("processes", std::to_string(t.nproc.value), t.nproc.reason);
+  if (t.world_size.value == 1 && p.ranks.size() <= 1) {
+    for (const auto& n : t.notes) out += "  note: " + n + "\n";
+    return out;
+  }
+  out += row("nodes", std::to_string(t.nnodes.value), t.nnodes.reason);
+  out += row("node rank", std::to_string(t.node_rank.value), t.node_rank.reason);
+  out += row("world", std::to_string(t.world_size.value), t.world_size.reason);
+  out += row("master", t.master_addr.value, t.master_addr.reason);
+  out += row("port", std::to_string(t.master_port.value), t.master_port.reason);
+  out += row("global batch", std::to_string(p.global_batch.value), p.global_batch.reason);
+  out += row("lr", p.learning_rate.value, p.learning_rate.reason);
+  out += "  " + pad("rank", 6) + pad("local", 7) + pad("device", 9) + pad("cores", 7) +
+         pad("workers", 9) + pad("threads", 9) + "log\n";
+  for (const auto& r : p.ranks) {
+    out += "  " + pad(std::to_string(r.global_rank), 6) + pad(std::to_string(r.local_rank), 7) +
+           pad(r.device, 9) + pad(std::to_string(r.cores.value), 7) +
+           pad(p.workers_measured ? "auto" : std::to_string(r.workers.value), 9) +
+           pad(p.threads_measured ? "auto" : std::to_string(r.threads.value), 9) + "rank-" +
+           std::to_string(r.global_rank) + ".log" +
+           (r.cpus.empty() ? "" : "  (pinned to CPUs " + cpu_list_text(r.cpus) + ")") + "\n";
+  }
+  if (!p.ranks.empty()) out += "  cores: " + p.ranks.front().cores.reason + "\n";
+  for (const auto& n : t.notes) out += "  note: " + n + "\n";
+  return out;
+}
+
+void json_ranks(JsonWriter& w, const Launch& l) {
+  const Plan& p = l.plan;
+  const Topology& t = p.topology;
+  w.key("ranks").begin_object();
+  w.key("scheduler").value(t.scheduler).key("scheduler_evidence").value(t.scheduler_evidence);
+  json_choice(w, "nproc_per_node", t.nproc);
+  json_choice(w, "nnodes", t.nnodes);
+  json_choice(w, "node_rank", t.node_rank);
+  json_choice(w, "world_size", t.world_size);
+  json_choice(w, "master_addr", t.master_addr);
+  json_choice(w, "master_port", t.master_port);
+  w.key("local_world_size").value(t.local_world_size);
+  w.key("global_batch")
+      .begin_object()
+      .key("value")
+      .value(static_cast<std::int64_t>(p.global_batch.value));
+  w.key("reason").value(p.global_batch.reason).end_object();
+  json_choice(w, "learning_rate", p.learning_rate);
+  w.key("plan_file").value(plan_file_name(l));
+  w.key("processes").begin_array();
+  for (const auto& r : p.ranks) {
+    w.begin_object().key("rank").value(r.global_rank).key("local_rank").value(r.local_rank);
+    w.key("device").value(r.device);
+    json_choice(w, "cores", r.cores);
+    json_choice(w, "workers", r.workers);
+    json_choice(w, "threads", r.threads);
+    w.key("cpus").value(cpu_list_text(r.cpus));
+    w.key("log").value(l.run_dir + "/rank-" + std::to_string(r.global_rank) + ".log");
+    w.end_object();
+  }
+  w.end_array();
+  w.key("notes").begin_array();
+  for (const auto& n : t.notes) w.value(n);
+  w.end_array();
+  w.end_object();
+}
+
 }  // namespace
 
 std::string render_text(const Launch& l, bool dry_run) {
@@ -144,6 +215,7 @@ std::string render_text(const Launch& l, bool dry_run) {
       (r.samples ? "samples from " + r.samples->source : std::string("size not given: --samples")) +
           "; " + format_bytes(r.sample_bytes.value) + " per sample: " + r.sample_bytes.source);
   if (l.plan.batch_search) out << search_lines(*l.plan.batch_search, dry_run);
+  out << rank_lines(l);
   out << "run\n";
   out << "  command    ";
   for (size_t i = 0; i < l.command.size(); ++i) out << (i ? " " : "") << l.command[i];
@@ -221,6 +293,7 @@ std::string render_json(const Launch& l) {
   for (const auto& warning : l.plan.warnings) w.value(warning);
   w.end_array().end_object();
   json_search(w, l.plan.batch_search);
+  json_ranks(w, l);
 
   w.key("workspace").value(l.workspace);
   w.key("config_file");

@@ -1,0 +1,460 @@
+// fork/exec with the child's set-up (group, pinning, output, user) between the two, and one poll
+// loop over a signalfd (the stop signals and SIGCHLD, blocked and read synchronously) and every
+// rank's output pipe. No sleeping: the loop wakes on a signal, output, or the kill deadline.
+#include "launcher/rank_supervisor.h"
+
+#include <fcntl.h>
+#include <grp.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <spdlog/spdlog.h>
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <map>
+
+#include "core/errors.h"
+
+extern char** environ;
+
+namespace dl {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// An fd closed on scope exit.
+struct Fd {
+  int fd = -1;
+  Fd() = default;
+  explicit Fd(int f) : fd(f) {}
+  Fd(Fd&& o) noexcept : fd(o.fd) { o.fd = -1; }
+  Fd& operator=(Fd&& o) noexcept {
+    if (this != &o) {
+      reset();
+      fd = o.fd;
+      o.fd = -1;
+    }
+    return *this;
+  }
+  Fd(const Fd&) = delete;
+  Fd& operator=(const Fd&) = delete;
+  ~Fd() { reset(); }
+  void reset() {
+    if (fd >= 0) close(fd);
+    fd = -1;
+  }
+};
+
+bool write_all(int fd, const char* data, std::size_t size) {
+  while (size > 0) {
+    const ssize_t n = write(fd, data, size);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    data += n;
+    size -= static_cast<std::size_t>(n);
+  }
+  return true;
+}
+
+struct Rank {
+  const RankSpawn* spawn = nullptr;
+  std::string log_path;
+  Fd log;
+  Fd out;  // read end of its stdout+stderr
+  pid_t pid = -1;
+  bool running = false;
+  int code = 0;
+  std::string partial;  // a shown line not yet ended, when lines are prefixed
+};
+
+// Creates (or, on --resume, appends to) <dir>/rank-N.log without following a link the user
+// planted, refusing anything but a plain file of one link, and gives it to the ranks' user.
+Fd open_log(int dir_fd, const std::string& name, const std::string& path,
+            const std::optional<Identity>& identity) {
+  Fd fd(openat(dir_fd, name.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0644));
+  if (fd.fd < 0) {
+    throw UserError(exit_code::kCantWrite,
+                    "cannot create " + path + " (" + std::strerror(errno) + ")");
+  }
+  struct stat st {};
+  if (fstat(fd.fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_nlink != 1) {
+    throw UserError(exit_code::kCantWrite,
+                    path + " is not a plain file of its own (a link?): remove it and run again");
+  }
+  if (identity && fchown(fd.fd, identity->uid, identity->gid) != 0) {
+    throw UserError(exit_code::kCantWrite, "cannot give " + path + " to uid " +
+                                               std::to_string(identity->uid) + " (" +
+                                               std::strerror(errno) + ")");
+  }
+  return fd;
+}
+
+// What execve gets: the launcher's environment with the rank's variables on top.
+struct ExecImage {
+  std::vector<std::string> strings;
+  std::vector<char*> argv, envp;
+};
+
+ExecImage exec_image(const std::vector<std::string>& argv, const EnvList& env) {
+  ExecImage img;
+  std::map<std::string, std::string> vars;
+  for (char** e = environ; *e != nullptr; ++e) {
+    const std::string kv = *e;
+    const auto eq = kv.find('=');
+    if (eq != std::string::npos) vars[kv.substr(0, eq)] = kv.substr(eq + 1);
+  }
+  for (const auto& [k, v] : env) vars[k] = v;
+  img.strings.reserve(argv.size() + vars.size());
+  for (const auto& a : argv) img.strings.push_back(a);
+  for (const auto& [k, v] : vars) img.strings.push_back(k + "=" + v);
+  for (std::size_t i = 0; i < img.strings.size(); ++i) {
+    (i < argv.size() ? img.argv : img.envp).push_back(img.strings[i].data());
+  }
+  img.argv.push_back(nullptr);
+  img.envp.push_back(nullptr);
+  return img;
+}
+
+// Reports a failure in the child (the stage and errno) through `err_fd` and exits 127.
+[[noreturn]] void child_failed(int err_fd, int stage) {
+  const int e[2] = {stage, errno};
+  (void)!write(err_fd, e, sizeof e);
+  _exit(exit_code::kNotFound);
+}
+
+// In the child, between fork and exec: only async-signal-safe calls. A failure's errno goes
+// through `err_fd` (close-on-exec: the parent reads end-of-file when exec succeeds).
+[[noreturn]] void exec_rank(const ExecImage& img, const std::string& cwd, int out_fd, int err_fd,
+                            const cpu_set_t* cpus, const std::optional<Identity>& identity,
+                            const sigset_t& old_mask) {
+  auto fail = [err_fd](int stage) { child_failed(err_fd, stage); };
+  setpgid(0, 0);
+  const int null_fd = open("/dev/null", O_RDONLY);
+  if (null_fd < 0 || dup2(null_fd, STDIN_FILENO) < 0) fail(1);
+  if (dup2(out_fd, STDOUT_FILENO) < 0 || dup2(out_fd, STDERR_FILENO) < 0) fail(1);
+  if (cpus != nullptr && sched_setaffinity(0, sizeof(cpu_set_t), cpus) != 0) fail(2);
+  if (chdir(cwd.c_str()) != 0) fail(3);
+  // Groups first, the uid last: once the uid is dropped, the rest is not allowed.
+  if (identity && (setgroups(1, &identity->gid) != 0 || setgid(identity->gid) != 0 ||
+                   setuid(identity->uid) != 0)) {
+    fail(4);
+  }
+  signal(SIGPIPE, SIG_DFL);
+  pthread_sigmask(SIG_SETMASK, &old_mask, nullptr);
+  execve(img.argv[0], img.argv.data(), img.envp.data());
+  child_failed(err_fd, 5);
+}
+
+std::string stage_text(int stage) {
+  switch (stage) {
+    case 1:
+      return "cannot set up its output";
+    case 2:
+      return "cannot pin it to its CPUs";
+    case 3:
+      return "cannot enter the workspace";
+    case 4:
+      return "cannot switch to the workspace owner's uid and gid";
+    default:
+      return "cannot execute it";
+  }
+}
+
+// Starts one rank; throws UserError 126 when it cannot start.
+void start_rank(const RankGroupSpec& spec, Rank& r, const sigset_t& old_mask) {
+  int pipe_fds[2];
+  if (pipe2(pipe_fds, O_CLOEXEC) != 0) throw std::runtime_error("pipe2 failed");
+  Fd read_end(pipe_fds[0]), write_end(pipe_fds[1]);
+  int err_fds[2];
+  if (pipe2(err_fds, O_CLOEXEC) != 0) throw std::runtime_error("pipe2 failed");
+  Fd err_read(err_fds[0]), err_write(err_fds[1]);
+
+  const ExecImage img = exec_image(spec.argv, r.spawn->env);
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  for (int c : r.spawn->cpus) {
+    if (c >= 0 && c < CPU_SETSIZE) CPU_SET(c, &set);
+  }
+  const cpu_set_t* cpus = r.spawn->cpus.empty() ? nullptr : &set;
+
+  const pid_t pid = fork();
+  if (pid < 0) throw std::runtime_error(std::string("fork failed: ") + std::strerror(errno));
+  if (pid == 0) exec_rank(img, spec.cwd, write_end.fd, err_write.fd, cpus, spec.identity, old_mask);
+  setpgid(pid, pid);  // also here, so the group exists before any signal is sent to it
+  r.pid = pid;
+  r.running = true;
+  write_end.reset();
+  err_write.reset();
+  int e[2] = {0, 0};
+  ssize_t n;
+  do {
+    n = read(err_read.fd, e, sizeof e);
+  } while (n < 0 && errno == EINTR);
+  if (n == static_cast<ssize_t>(sizeof e)) {
+    int status = 0;
+    waitpid(pid, &status, 0);
+    r.running = false;
+    throw UserError(exit_code::kNotExecutable,
+                    "cannot start rank " + std::to_string(r.spawn->global_rank) + " (" +
+                        spec.argv[0] + "): " + stage_text(e[0]) + ": " + std::strerror(e[1]));
+  }
+  fcntl(read_end.fd, F_SETFL, fcntl(read_end.fd, F_GETFL) | O_NONBLOCK);
+  r.out = std::move(read_end);
+}
+
+int decode_status(int status) {
+  if (WIFEXITED(status)) return WEXITSTATUS(status);
+  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+  return exit_code::kInternal;
+}
+
+std::string describe_end(int status) {
+  if (WIFSIGNALED(status)) {
+    const int sig = WTERMSIG(status);
+    return "died of signal " + std::to_string(sig) + " (" + strsignal(sig) + ")";
+  }
+  return "exited with code " + std::to_string(decode_status(status));
+}
+
+// The ranks' output: every byte to the log; a shown rank's to the terminal, by whole lines with
+// its prefix when lines are prefixed, else as it comes (a progress bar's \r passes through).
+class OutputPump {
+ public:
+  explicit OutputPump(bool prefix) : prefix_(prefix) {}
+
+  // Reads what `r` has; false at end of its output.
+  bool read_from(Rank& r) {
+    char buf[65536];
+    while (true) {
+      const ssize_t n = read(r.out.fd, buf, sizeof buf);
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) return errno == EAGAIN || errno == EWOULDBLOCK;
+      if (n == 0) {
+        finish(r);
+        return false;
+      }
+      write_all(r.log.fd, buf, static_cast<std::size_t>(n));
+      if (r.spawn->shown) show(r, buf, static_cast<std::size_t>(n));
+    }
+  }
+
+  void finish(Rank& r) {
+    if (r.spawn->shown && prefix_ && !r.partial.empty()) {
+      emit(r, r.partial + "\n");
+      r.partial.clear();
+    }
+    r.out.reset();
+  }
+
+ private:
+  void show(Rank& r, const char* data, std::size_t size) {
+    if (!prefix_) {
+      write_all(STDOUT_FILENO, data, size);
+      return;
+    }
+    r.partial.append(data, size);
+    std::size_t start = 0;
+    for (std::size_t nl; (nl = r.partial.find('\n', start)) != std::string::npos; start = nl + 1) {
+      emit(r, r.partial.substr(start, nl + 1 - start));
+    }
+    r.partial.erase(0, start);
+  }
+
+  void emit(const Rank& r, const std::string& line) {
+    const std::string text = "[rank " + std::to_string(r.spawn->global_rank) + "] " + line;
+    write_all(STDOUT_FILENO, text.data(), text.size());
+  }
+
+  bool prefix_;
+};
+
+// Restores the launcher's signal mask and SIGPIPE disposition when supervision ends.
+struct SignalRestore {
+  sigset_t mask;
+  struct sigaction pipe_action;
+  ~SignalRestore() {
+    sigaction(SIGPIPE, &pipe_action, nullptr);
+    pthread_sigmask(SIG_SETMASK, &mask, nullptr);
+  }
+};
+
+class Group {
+ public:
+  Group(const RankGroupSpec& spec, std::vector<Rank>& ranks)
+      : spec_(spec), ranks_(ranks), pump_(spec.prefix) {}
+
+  void signal_all(int sig) {
+    for (auto& r : ranks_) {
+      // The group of a rank that has ended may still hold its workers.
+      if (r.pid > 0) kill(-r.pid, sig);
+    }
+  }
+
+  // The first failure stops the others; later ones are expected consequences.
+  void on_exit(Rank& r, int status) {
+    r.running = false;
+    r.code = decode_status(status);
+    if (r.code == 0 || failure_) return;
+    failure_ = r.code;
+    spdlog::error(
+        "rank {} {}; its log: {}; stopping the other ranks (SIGTERM, SIGKILL after {:g} s)",
+        r.spawn->global_rank, describe_end(status), r.log_path, spec_.grace_seconds);
+    signal_all(SIGTERM);
+    arm_kill();
+  }
+
+  void on_stop_signal(int sig) {
+    if (!kill_at_) {
+      spdlog::warn(
+          "{} received: forwarding it to every rank; killing them in {:g} s if they "
+          "have not exited",
+          strsignal(sig), spec_.grace_seconds);
+    } else {
+      spdlog::warn("{} received again: forwarding it to every rank", strsignal(sig));
+    }
+    signal_all(sig);
+    arm_kill();
+  }
+
+  void reap() {
+    for (auto& r : ranks_) {
+      if (!r.running) continue;
+      int status = 0;
+      const pid_t p = waitpid(r.pid, &status, WNOHANG);
+      if (p == r.pid) on_exit(r, status);
+    }
+  }
+
+  bool any_running() const {
+    return std::any_of(ranks_.begin(), ranks_.end(), [](const Rank& r) { return r.running; });
+  }
+
+  int poll_timeout_ms() const {
+    if (!kill_at_ || killed_) return -1;
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(*kill_at_ - Clock::now());
+    return static_cast<int>(std::max<long long>(0, left.count() + 1));
+  }
+
+  void kill_if_due() {
+    if (!kill_at_ || killed_ || Clock::now() < *kill_at_) return;
+    spdlog::error("ranks still running {:g} s after the stop signal: killing them",
+                  spec_.grace_seconds);
+    for (auto& r : ranks_) {
+      if (r.running) kill(-r.pid, SIGKILL);
+    }
+    killed_ = true;
+  }
+
+  OutputPump& pump() { return pump_; }
+  int result() const { return failure_.value_or(0); }
+
+ private:
+  void arm_kill() {
+    if (!kill_at_) {
+      kill_at_ = Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                    std::chrono::duration<double>(spec_.grace_seconds));
+    }
+  }
+
+  const RankGroupSpec& spec_;
+  std::vector<Rank>& ranks_;
+  OutputPump pump_;
+  std::optional<Clock::time_point> kill_at_;
+  bool killed_ = false;
+  std::optional<int> failure_;
+};
+
+void supervise_loop(Group& group, std::vector<Rank>& ranks, int sig_fd) {
+  while (group.any_running()) {
+    std::vector<pollfd> fds = {{sig_fd, POLLIN, 0}};
+    std::vector<Rank*> owners = {nullptr};
+    for (auto& r : ranks) {
+      if (r.out.fd >= 0) {
+        fds.push_back({r.out.fd, POLLIN, 0});
+        owners.push_back(&r);
+      }
+    }
+    const int n = poll(fds.data(), fds.size(), group.poll_timeout_ms());
+    if (n < 0 && errno != EINTR) throw std::runtime_error("poll failed");
+    if (n > 0 && (fds[0].revents & POLLIN)) {
+      signalfd_siginfo info{};
+      while (read(sig_fd, &info, sizeof info) == static_cast<ssize_t>(sizeof info)) {
+        const int sig = static_cast<int>(info.ssi_signo);
+        if (sig == SIGINT || sig == SIGTERM || sig == SIGHUP) group.on_stop_signal(sig);
+      }
+    }
+    for (std::size_t i = 1; n > 0 && i < fds.size(); ++i) {
+      if (fds[i].revents & (POLLIN | POLLHUP | POLLERR)) group.pump().read_from(*owners[i]);
+    }
+    group.reap();
+    group.kill_if_due();
+  }
+  // What the ranks wrote before they ended; a worker of theirs still holding the pipe does not
+  // keep the launcher waiting.
+  for (auto& r : ranks) {
+    if (r.out.fd >= 0 && group.pump().read_from(r)) group.pump().finish(r);
+  }
+}
+
+}  // namespace
+
+std::string rank_log_name(int global_rank) {
+  return "rank-" + std::to_string(global_rank) + ".log";
+}
+
+int supervise_ranks(const RankGroupSpec& spec) {
+  std::vector<Rank> ranks(spec.ranks.size());
+  const Fd dir(open(spec.log_dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (dir.fd < 0) {
+    throw UserError(exit_code::kCantWrite,
+                    "cannot open " + spec.log_dir + " (" + std::strerror(errno) + ")");
+  }
+  for (std::size_t i = 0; i < ranks.size(); ++i) {
+    ranks[i].spawn = &spec.ranks[i];
+    const std::string name = rank_log_name(spec.ranks[i].global_rank);
+    ranks[i].log_path = spec.log_dir + "/" + name;
+    ranks[i].log = open_log(dir.fd, name, ranks[i].log_path, spec.identity);
+  }
+
+  sigset_t set;
+  sigemptyset(&set);
+  for (int s : {SIGINT, SIGTERM, SIGHUP, SIGCHLD}) sigaddset(&set, s);
+  SignalRestore restore{};
+  pthread_sigmask(SIG_BLOCK, &set, &restore.mask);
+  // A terminal or pipe that went away must not kill the launcher while ranks run.
+  struct sigaction ignore {};
+  ignore.sa_handler = SIG_IGN;
+  sigaction(SIGPIPE, &ignore, &restore.pipe_action);
+  const Fd sig_fd(signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC));
+  if (sig_fd.fd < 0) throw std::runtime_error("signalfd failed");
+
+  Group group(spec, ranks);
+  for (auto& r : ranks) {
+    try {
+      start_rank(spec, r, restore.mask);
+    } catch (...) {
+      group.signal_all(SIGKILL);
+      for (auto& started : ranks) {
+        if (started.running) waitpid(started.pid, nullptr, 0);
+      }
+      throw;
+    }
+  }
+  supervise_loop(group, ranks, sig_fd.fd);
+  // Signals that arrived after the ranks ended are consumed here rather than left pending for the
+  // restored mask, where their default action would kill the launcher before it returns the code.
+  signalfd_siginfo info{};
+  while (read(sig_fd.fd, &info, sizeof info) == static_cast<ssize_t>(sizeof info)) {
+  }
+  return group.result();
+}
+
+}  // namespace dl

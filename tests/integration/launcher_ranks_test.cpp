@@ -1,0 +1,421 @@
+// Several ranks under the real dl-launch, with small shell scripts as the ranks (no dl-train, no
+// network): each rank's log and the terminal, the torchrun contract per rank, a rank killed with
+// SIGKILL or exiting 3 stopping the others, Ctrl-C reaching every rank, a master port in use, and
+// the schedulers' environments (Slurm, PyTorchJob, torchrun) as the schedulers would set them.
+// Signals are sent only after the ranks have said they are ready, so nothing depends on timing.
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <iostream>
+#include <map>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "support/files.h"
+#include "support/matchers.h"
+#include "support/process.h"
+#include "support/temp_dir.h"
+
+namespace dl::test {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+const std::string kLaunch = DL_LAUNCH_BIN;
+const std::string kFakeNvml = DL_FAKE_NVML;
+
+// Variables a scheduler or the user may have set around the test run: every test starts without
+// them and sets the ones it is about.
+const std::vector<std::string> kOuterVars = {"RANK",
+                                             "LOCAL_RANK",
+                                             "WORLD_SIZE",
+                                             "LOCAL_WORLD_SIZE",
+                                             "GROUP_RANK",
+                                             "GROUP_WORLD_SIZE",
+                                             "MASTER_ADDR",
+                                             "MASTER_PORT",
+                                             "TORCHELASTIC_RUN_ID",
+                                             "OMP_NUM_THREADS",
+                                             "MKL_NUM_THREADS",
+                                             "SLURM_JOB_ID",
+                                             "SLURM_JOBID",
+                                             "SLURM_STEP_ID",
+                                             "SLURM_STEPID",
+                                             "SLURM_PROCID",
+                                             "SLURM_LOCALID",
+                                             "SLURM_NTASKS",
+                                             "SLURM_NPROCS",
+                                             "SLURM_STEP_NUM_TASKS",
+                                             "SLURM_NODEID",
+                                             "SLURM_JOB_NODELIST",
+                                             "SLURM_NODELIST",
+                                             "SLURM_STEP_NODELIST",
+                                             "SLURM_NTASKS_PER_NODE",
+                                             "SLURM_TASKS_PER_NODE",
+                                             "SLURM_STEP_TASKS_PER_NODE",
+                                             "SLURM_JOB_NUM_NODES",
+                                             "SLURM_NNODES",
+                                             "SLURM_STEP_NUM_NODES",
+                                             "PET_NPROC_PER_NODE",
+                                             "PET_NNODES",
+                                             "PET_NODE_RANK",
+                                             "PET_MASTER_ADDR",
+                                             "PET_MASTER_PORT"};
+
+// dl-launch on a CPU machine (the fake NVML without a fake GPU), whichever machine runs the tests.
+std::vector<std::string> launch(std::vector<std::string> args) {
+  args.insert(args.begin(), {kLaunch, "--nvml-library", kFakeNvml});
+  return args;
+}
+
+// What `env > FILE` wrote.
+std::map<std::string, std::string> read_env(const std::string& path) {
+  std::map<std::string, std::string> vars;
+  std::istringstream in(read_file(path));
+  std::string line;
+  while (std::getline(in, line)) {
+    const size_t eq = line.find('=');
+    if (eq != std::string::npos) vars.emplace(line.substr(0, eq), line.substr(eq + 1));
+  }
+  return vars;
+}
+
+class LauncherRanks : public ::testing::Test {
+ protected:
+  // A fake rank: `body` runs in sh with OUT set to the scratch directory; before it, the rank
+  // writes its environment to $OUT/env-$RANK and its pid to $OUT/pid-$RANK.
+  std::string rank_script(const std::string& body) {
+    const std::string path = scratch / "rank.sh";
+    write_file(
+        path,
+        "#!/bin/sh\n"
+        "OUT='" +
+            scratch.path() +
+            "'\n"
+            "env > \"$OUT/env-$RANK.tmp\" && mv \"$OUT/env-$RANK.tmp\" \"$OUT/env-$RANK\"\n"
+            "echo $$ > \"$OUT/pid-$RANK.tmp\" && mv \"$OUT/pid-$RANK.tmp\" \"$OUT/pid-$RANK\"\n" +
+            body,
+        0755);
+    return path;
+  }
+  // Blocks in `wait`, which a trapped signal interrupts at once.
+  static std::string wait_forever() { return "sleep 600 & wait $!\n"; }
+  // Rank 0 says "ready" on the terminal once every rank of `world` has written its pid.
+  static std::string ready_when_all_started(int world) {
+    return "if [ \"$RANK\" = 0 ]; then\n"
+           "  while [ $(ls \"$OUT\" | grep -c '^pid-[0-9]*$') -lt " +
+           std::to_string(world) +
+           " ]; do sleep 0.02; done\n"
+           "  echo ready\n"
+           "fi\n";
+  }
+  int pid_of(int rank) { return std::stoi(read_file(scratch / ("pid-" + std::to_string(rank)))); }
+
+  TempDir ws;
+  TempDir scratch;
+};
+
+TEST_F(LauncherRanks, EachRankHasItsLogAndTheTerminalShowsRankZero) {
+  const std::string script = rank_script(
+      "echo \"hello from rank $RANK\"\n"
+      "echo \"complaint from rank $RANK\" >&2\n");
+  const Result r =
+      run(launch({"--workspace", ws.path(), "--name", "r1", "--nproc-per-node", "2", "--", script}),
+          {}, kOuterVars);
+  ASSERT_EQ(r.code, 0) << show(r);
+  const std::string run_dir = ws / "runs/r1";
+  for (int rank : {0, 1}) {
+    const std::string log = read_file(run_dir + "/rank-" + std::to_string(rank) + ".log");
+    const std::string n = std::to_string(rank);
+    EXPECT_TRUE(contains(log, "hello from rank " + n + "\n")) << log;
+    EXPECT_TRUE(contains(log, "complaint from rank " + n + "\n")) << log;
+  }
+  EXPECT_TRUE(contains(r.out, "hello from rank 0\n")) << r.out;
+  EXPECT_TRUE(contains(r.out, "complaint from rank 0\n")) << r.out;
+  EXPECT_FALSE(contains(r.out, "from rank 1")) << r.out;
+  EXPECT_FALSE(contains(r.out, "[rank ")) << "one rank shown: no prefix\n" << r.out;
+  EXPECT_TRUE(file_exists(run_dir + "/plan.json"));
+}
+
+TEST_F(LauncherRanks, EveryRankGetsTheContractAndItsShare) {
+  const std::string script = rank_script("");
+  const Result r = run(launch({"--workspace", ws.path(), "--name", "r1", "--nproc-per-node", "2",
+                               "--batch-size", "8", "--", script}),
+                       {}, kOuterVars);
+  ASSERT_EQ(r.code, 0) << show(r);
+  const auto e0 = read_env(scratch / "env-0");
+  const auto e1 = read_env(scratch / "env-1");
+  for (const auto* e : {&e0, &e1}) {
+    EXPECT_EQ(e->at("WORLD_SIZE"), "2");
+    EXPECT_EQ(e->at("LOCAL_WORLD_SIZE"), "2");
+    EXPECT_EQ(e->at("GROUP_RANK"), "0");
+    EXPECT_EQ(e->at("MASTER_ADDR"), "127.0.0.1");
+    EXPECT_EQ(e->at("DL_DEVICE"), "cpu");
+    EXPECT_EQ(e->at("DL_BATCH_SIZE"), "8");
+    EXPECT_GE(std::stoi(e->at("DL_CORES")), 1);
+    EXPECT_EQ(e->at("DL_PLAN"), real_path(ws.path()) + "/runs/r1/plan.json");
+  }
+  EXPECT_EQ(e0.at("LOCAL_RANK"), "0");
+  EXPECT_EQ(e1.at("RANK"), "1");
+  EXPECT_EQ(e1.at("LOCAL_RANK"), "1");
+  // One free port, found at start, the same for both.
+  EXPECT_EQ(e0.at("MASTER_PORT"), e1.at("MASTER_PORT"));
+  EXPECT_GT(std::stoi(e0.at("MASTER_PORT")), 0);
+}
+
+TEST_F(LauncherRanks, LogRanksAllPrefixesEveryLine) {
+  const std::string script = rank_script("printf 'line one\\nline two\\npartial'\n");
+  const Result r = run(launch({"--workspace", ws.path(), "--nproc-per-node", "2", "--log-ranks",
+                               "all", "--", script}),
+                       {}, kOuterVars);
+  ASSERT_EQ(r.code, 0) << show(r);
+  for (const char* rank : {"0", "1"}) {
+    const std::string p = std::string("[rank ") + rank + "] ";
+    EXPECT_TRUE(contains(r.out, p + "line one\n" + p + "line two\n")) << r.out;
+    EXPECT_TRUE(contains(r.out, p + "partial\n")) << r.out;
+  }
+}
+
+// The fault: one rank killed mid-run. Every rank is gone and dl-launch has exited with
+// 128+9 and the line within the grace period plus 5 s.
+TEST_F(LauncherRanks, RankKilledWithSigkillStopsTheOthers) {
+  const double grace = 5;
+  const std::string script = rank_script("trap 'echo term > \"$OUT/term-$RANK\"; exit 0' TERM\n" +
+                                         ready_when_all_started(3) + wait_forever());
+  Process launcher(launch({"--workspace", ws.path(), "--name", "r1", "--nproc-per-node", "3",
+                           "--grace-period", "5", "--", script}),
+                   {}, kOuterVars);
+  ASSERT_TRUE(launcher.wait_for_line("ready")) << launcher.out();
+  const int pids[3] = {pid_of(0), pid_of(1), pid_of(2)};
+  const auto killed_at = Clock::now();
+  ASSERT_EQ(kill(pids[1], SIGKILL), 0);
+  const Result r = launcher.wait(std::chrono::seconds(30));
+  const double took = std::chrono::duration<double>(Clock::now() - killed_at).count();
+  std::cout << "kill -9 of rank 1 -> dl-launch exited " << r.code << " after " << took << " s\n";
+  EXPECT_EQ(r.code, 128 + SIGKILL) << show(r);
+  EXPECT_LT(took, grace + 5.0);
+  EXPECT_TRUE(contains(r.err, "rank 1 died of signal 9")) << r.err;
+  EXPECT_TRUE(contains(r.err, "/runs/r1/rank-1.log")) << r.err;
+  for (int rank : {0, 2}) {
+    EXPECT_TRUE(file_exists(scratch / ("term-" + std::to_string(rank))))
+        << "rank " << rank << " was not sent SIGTERM";
+  }
+  for (int pid : pids) EXPECT_NE(kill(pid, 0), 0) << "pid " << pid << " is still there";
+}
+
+TEST_F(LauncherRanks, RankExiting3StopsTheOthersAndIsTheCode) {
+  const std::string script = rank_script("trap 'echo term > \"$OUT/term-$RANK\"; exit 0' TERM\n" +
+                                         ready_when_all_started(2) +
+                                         "if [ \"$RANK\" = 1 ]; then\n"
+                                         "  while [ ! -f \"$OUT/pid-0\" ]; do sleep 0.02; done\n"
+                                         "  echo 'rank 1 gives up' >&2; exit 3\n"
+                                         "fi\n" +
+                                         wait_forever());
+  const auto start = Clock::now();
+  const Result r = run(launch({"--workspace", ws.path(), "--name", "r1", "--nproc-per-node", "2",
+                               "--grace-period", "5", "--", script}),
+                       {}, kOuterVars);
+  std::cout << "rank 1 exit 3 -> dl-launch exited " << r.code << " after "
+            << std::chrono::duration<double>(Clock::now() - start).count() << " s from start\n";
+  EXPECT_EQ(r.code, 3) << show(r);
+  EXPECT_TRUE(contains(r.err, "rank 1 exited with code 3")) << r.err;
+  EXPECT_TRUE(contains(r.err, "rank-1.log")) << r.err;
+  EXPECT_TRUE(file_exists(scratch / "term-0"));
+  EXPECT_TRUE(contains(read_file(ws / "runs/r1/rank-1.log"), "rank 1 gives up"));
+}
+
+TEST_F(LauncherRanks, RankIgnoringSigtermIsKilledAfterTheGracePeriod) {
+  const std::string script = rank_script(
+      "if [ \"$RANK\" = 1 ]; then\n"
+      "  while [ ! -f \"$OUT/pid-0\" ]; do sleep 0.02; done\n"
+      "  exit 4\n"
+      "fi\n"
+      "trap '' TERM\n" +
+      ready_when_all_started(2) + "while :; do sleep 0.1; done\n");
+  const auto start = Clock::now();
+  const Result r = run(launch({"--workspace", ws.path(), "--nproc-per-node", "2", "--grace-period",
+                               "0.5", "--", script}),
+                       {}, kOuterVars);
+  const double took = std::chrono::duration<double>(Clock::now() - start).count();
+  EXPECT_EQ(r.code, 4) << show(r);  // the first failure's code, not the kill's
+  EXPECT_TRUE(contains(r.err, "killing them")) << r.err;
+  EXPECT_LT(took, 20.0);
+}
+
+// Ctrl-C in a terminal: SIGINT to dl-launch; every rank gets it, saves and exits 0.
+TEST_F(LauncherRanks, CtrlCReachesEveryRank) {
+  const std::string script = rank_script("trap 'echo int > \"$OUT/int-$RANK\"; exit 0' INT\n" +
+                                         ready_when_all_started(2) + wait_forever());
+  Process launcher(launch({"--workspace", ws.path(), "--nproc-per-node", "2", "--grace-period", "5",
+                           "--", script}),
+                   {}, kOuterVars);
+  ASSERT_TRUE(launcher.wait_for_line("ready")) << launcher.out();
+  launcher.send_signal(SIGINT);
+  const Result r = launcher.wait(std::chrono::seconds(20));
+  EXPECT_EQ(r.code, 0) << show(r);
+  EXPECT_EQ(r.signal, 0) << "dl-launch died of the signal instead of forwarding it";
+  EXPECT_TRUE(file_exists(scratch / "int-0"));
+  EXPECT_TRUE(file_exists(scratch / "int-1"));
+}
+
+// A listening socket on a port the kernel picked: the port dl-launch is then told to use.
+class Listener {
+ public:
+  Listener() {
+    fd_ = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (fd_ < 0 || bind(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
+        listen(fd_, 1) != 0) {
+      throw std::runtime_error("cannot listen on the loopback");
+    }
+    socklen_t len = sizeof addr;
+    getsockname(fd_, reinterpret_cast<sockaddr*>(&addr), &len);
+    port_ = ntohs(addr.sin_port);
+  }
+  ~Listener() { close(fd_); }
+  Listener(const Listener&) = delete;
+  Listener& operator=(const Listener&) = delete;
+  int port() const { return port_; }
+
+ private:
+  int fd_ = -1;
+  int port_ = 0;
+};
+
+TEST_F(LauncherRanks, MasterPortInUseIs75NamingThePortAndTheFix) {
+  const Listener busy;
+  const std::string port = std::to_string(busy.port());
+  const Result r = run(launch({"--workspace", ws.path(), "--nproc-per-node", "2", "--master-port",
+                               port, "--", rank_script("")}),
+                       {}, kOuterVars);
+  EXPECT_EQ(r.code, 75) << show(r);
+  EXPECT_TRUE(contains(r.err, "master port " + port + " is in use")) << r.err;
+  EXPECT_TRUE(contains(r.err, "--master-port")) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  EXPECT_FALSE(file_exists(ws / "runs")) << "nothing is written before the check";
+  EXPECT_FALSE(file_exists(scratch / "pid-0")) << "a rank started";
+}
+
+TEST_F(LauncherRanks, SeveralNodesWithoutMasterAddrIs64) {
+  const Result r = run(launch({"--workspace", ws.path(), "--nnodes", "2", "--", rank_script("")}),
+                       {}, kOuterVars);
+  EXPECT_EQ(r.code, 64) << show(r);
+  EXPECT_TRUE(contains(r.err, "--master-addr")) << r.err;
+  EXPECT_FALSE(file_exists(ws / "runs"));
+}
+
+// --- Schedulers -----------------------------------------------------------------------------
+
+TEST_F(LauncherRanks, SlurmTaskStartsItsOneRank) {
+  const Result r = run(launch({"--workspace", ws.path(), "--", rank_script("echo slurm-task")}),
+                       {{"SLURM_JOB_ID", "4242"},
+                        {"SLURM_STEP_ID", "0"},
+                        {"SLURM_PROCID", "3"},
+                        {"SLURM_LOCALID", "1"},
+                        {"SLURM_NTASKS", "4"},
+                        {"SLURM_NODEID", "1"},
+                        {"SLURM_JOB_NODELIST", "node[07-08]"},
+                        {"SLURM_TASKS_PER_NODE", "2(x2)"}},
+                       kOuterVars);
+  ASSERT_EQ(r.code, 0) << show(r);
+  const auto env = read_env(scratch / "env-3");
+  EXPECT_EQ(env.at("RANK"), "3");
+  EXPECT_EQ(env.at("LOCAL_RANK"), "1");
+  EXPECT_EQ(env.at("WORLD_SIZE"), "4");
+  EXPECT_EQ(env.at("LOCAL_WORLD_SIZE"), "2");
+  EXPECT_EQ(env.at("GROUP_RANK"), "1");
+  EXPECT_EQ(env.at("MASTER_ADDR"), "node07");
+  EXPECT_EQ(env.at("MASTER_PORT"), std::to_string(10000 + 4242));
+  // Every task of the step writes into one run directory; this one is not rank 0.
+  const std::string run_dir = ws / "runs/slurm-4242.0";
+  EXPECT_TRUE(file_exists(run_dir + "/rank-3.log"));
+  EXPECT_TRUE(file_exists(run_dir + "/plan-rank-3.json"));
+  EXPECT_FALSE(file_exists(run_dir + "/plan.json"));
+  EXPECT_FALSE(contains(r.out, "slurm-task")) << "local rank 1 is not this node's first";
+  EXPECT_TRUE(contains(r.out, "scheduler  slurm")) << r.out;
+}
+
+TEST_F(LauncherRanks, PyTorchJobPodStartsItsRanks) {
+  const Result r = run(launch({"--workspace", ws.path(), "--name", "job", "--", rank_script("")}),
+                       {{"MASTER_ADDR", "job-master-0"},
+                        {"MASTER_PORT", "23456"},
+                        {"RANK", "1"},
+                        {"WORLD_SIZE", "2"},
+                        {"PET_NPROC_PER_NODE", "2"},
+                        {"PET_NNODES", "2"}},
+                       kOuterVars);
+  ASSERT_EQ(r.code, 0) << show(r);
+  for (int rank : {2, 3}) {
+    const auto env = read_env(scratch / ("env-" + std::to_string(rank)));
+    EXPECT_EQ(env.at("WORLD_SIZE"), "4");
+    EXPECT_EQ(env.at("LOCAL_RANK"), std::to_string(rank - 2));
+    EXPECT_EQ(env.at("GROUP_RANK"), "1");
+    EXPECT_EQ(env.at("MASTER_ADDR"), "job-master-0");
+    EXPECT_EQ(env.at("MASTER_PORT"), "23456");
+    EXPECT_TRUE(file_exists(ws / ("runs/job/rank-" + std::to_string(rank) + ".log")));
+  }
+}
+
+TEST_F(LauncherRanks, TorchrunWorkerKeepsItsValues) {
+  const Result r = run(launch({"--workspace", ws.path(), "--", rank_script("")}),
+                       {{"TORCHELASTIC_RUN_ID", "x"},
+                        {"RANK", "1"},
+                        {"LOCAL_RANK", "1"},
+                        {"WORLD_SIZE", "2"},
+                        {"LOCAL_WORLD_SIZE", "2"},
+                        {"MASTER_ADDR", "127.0.0.1"},
+                        {"MASTER_PORT", "29777"}},
+                       kOuterVars);
+  ASSERT_EQ(r.code, 0) << show(r);
+  EXPECT_FALSE(file_exists(scratch / "env-0")) << "torchrun starts the other rank";
+  const auto env = read_env(scratch / "env-1");
+  EXPECT_EQ(env.at("LOCAL_RANK"), "1");
+  EXPECT_EQ(env.at("MASTER_PORT"), "29777");
+  EXPECT_EQ(env.at("TORCHELASTIC_RUN_ID"), "x");
+}
+
+TEST_F(LauncherRanks, CpuBindCoresGivesEachRankItsOwnCpus) {
+  const std::string script =
+      rank_script("grep Cpus_allowed_list /proc/self/status | cut -f2 > \"$OUT/cpus-$RANK\"\n");
+  const Result r = run(launch({"--workspace", ws.path(), "--nproc-per-node", "2", "--cpu-bind",
+                               "cores", "--", script}),
+                       {}, kOuterVars);
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  ASSERT_EQ(sched_getaffinity(0, sizeof set, &set), 0);
+  if (CPU_COUNT(&set) < 2) {
+    EXPECT_EQ(r.code, 64) << show(r);
+    EXPECT_TRUE(contains(r.err, "--cpu-bind")) << r.err;
+    GTEST_SKIP() << "one CPU in the affinity mask: pinning two ranks is refused, as it should be";
+  }
+  ASSERT_EQ(r.code, 0) << show(r);
+  const std::string a = read_file(scratch / "cpus-0");
+  const std::string b = read_file(scratch / "cpus-1");
+  EXPECT_FALSE(a.empty());
+  EXPECT_NE(a, b) << "both ranks on " << a;
+  EXPECT_TRUE(contains(r.out, "pinned to CPUs")) << r.out;
+}
+
+TEST_F(LauncherRanks, DryRunShowsTheRanks) {
+  const Result r = run(launch({"--workspace", ws.path(), "--dry-run", "--nproc-per-node", "2",
+                               "--lr-scaling", "linear", "--lr", "0.01", "--", rank_script("")}),
+                       {}, kOuterVars);
+  ASSERT_EQ(r.code, 0) << show(r);
+  EXPECT_TRUE(contains(r.out, "world      2")) << r.out;
+  EXPECT_TRUE(contains(r.out, "global batch 128")) << r.out;
+  EXPECT_TRUE(contains(r.out, "lr         0.02")) << r.out;
+  EXPECT_FALSE(file_exists(ws / "runs"));
+}
+
+}  // namespace
+}  // namespace dl::test
