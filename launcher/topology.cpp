@@ -4,6 +4,7 @@
 #include "launcher/topology.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cstdlib>
 
 #include "core/errors.h"
@@ -68,6 +69,16 @@ std::string plural(int n, const std::string& word) {
   return std::to_string(n) + " " + (n == 1 ? word : many);
 }
 
+// Letters, digits, '.', '-' and '_': usable in a run directory's name.
+bool safe_name(const std::string& s) {
+  for (char c : s) {
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.')) {
+      return false;
+    }
+  }
+  return !s.empty();
+}
+
 [[noreturn]] void usage_error(const std::string& message) {
   throw UserError(exit_code::kUsage, message);
 }
@@ -99,6 +110,11 @@ SchedulerEnv torchrun_worker(const Env& env, const std::string& evidence) {
   s.node_rank = env.integer({"GROUP_RANK"}, 0);
   s.nnodes = env.integer({"GROUP_WORLD_SIZE"}, 1);
   read_master(env, &s);
+  // Every worker of one torchrun run shares its id (a uuid under --standalone).
+  if (const auto id = env.get("TORCHELASTIC_RUN_ID");
+      id && *id != "none" && id->size() <= 100 && safe_name(*id)) {
+    s.run_name = "torchrun-" + *id;
+  }
   return s;
 }
 

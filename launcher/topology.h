@@ -33,7 +33,8 @@ struct SchedulerEnv {
   // no --master-addr replaces it.
   std::string master_addr_error;
   std::vector<std::string> notes;  // for the plan: "Slurm job 12 but not an srun task: ..."
-  // A run name every rank derives alike ("slurm-<job>.<step>"), used when --name is not given.
+  // A run name every rank derives alike ("slurm-<job>.<step>", "torchrun-<run id>"), used when
+  // --name is not given.
   std::optional<std::string> run_name;
 };
 

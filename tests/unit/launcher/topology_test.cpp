@@ -163,6 +163,7 @@ TEST(Topology, TorchrunWorkerIsOneProcessWithItsValuesKept) {
   EXPECT_EQ(t.master_port.value, 29400);
   EXPECT_FALSE(t.check_port);
   EXPECT_EQ(rank_device(t, "cuda:0", "auto", 4, 0), "cuda:1");
+  EXPECT_EQ(detect(kTorchrun).run_name, "torchrun-abc");
 }
 
 TEST(Topology, TheBareContractIsOneWorkerToo) {
