@@ -41,7 +41,11 @@ std::vector<std::string> child_environment(const EnvVars& extra_env,
   for (char** e = environ; *e != nullptr; ++e) {
     const std::string entry = *e;
     const std::string name = entry.substr(0, entry.find('='));
-    if (starts_with(name, "DL_") || starts_with(name, "FAKE_NVML_") || drop.count(name)) continue;
+    if (starts_with(name, "DL_") || starts_with(name, "FAKE_NVML_") ||
+        starts_with(name, "SLURM_") || starts_with(name, "PET_") ||
+        starts_with(name, "TORCHELASTIC_") || drop.count(name)) {
+      continue;
+    }
     env.push_back(entry);
   }
   for (const auto& [name, value] : extra_env) env.push_back(name + "=" + value);

@@ -30,7 +30,9 @@ constexpr std::chrono::milliseconds kDefaultTimeout{60'000};
 //
 // Its environment is this process's, minus every DL_* and FAKE_NVML_* variable (ctest may itself
 // run under dl-launch, whose DL_WORKERS and friends would otherwise leak into the launcher under
-// test as settings), minus `unset_env`, plus `extra_env`. Signal mask and the dispositions of the
+// test as settings), minus the schedulers' SLURM_*, PET_* and TORCHELASTIC_* (ctest in an srun
+// task or a PyTorchJob pod would make the launcher under test one of its workers), minus
+// `unset_env`, plus `extra_env`. Signal mask and the dispositions of the
 // stop signals are reset to the defaults, as a shell would start it.
 class Process {
  public:
