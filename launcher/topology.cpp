@@ -372,7 +372,7 @@ Topology plan_topology(const SchedulerEnv& env, const RankRequest& req, const st
   } else if (env.master_port) {
     t.master_port = {env.master_port->value, "from " + env.master_port->source};
   } else if (t.nnodes.value == 1 && !env.one_worker) {
-    t.master_port = {0, "a free port, found by binding port 0 on " + t.master_addr.value};
+    t.master_port = {0, "a free port on this node, found by binding port 0"};
     t.pick_free_port = true;
   } else {
     t.master_port = {kTorchrunPort, "default (torchrun's), the same on every node"};

@@ -91,15 +91,15 @@ std::map<std::string, std::string> read_env(const std::string& path) {
 class LauncherRanks : public ::testing::Test {
  protected:
   // A fake rank: `body` runs in sh with OUT set to the scratch directory; before it, the rank
-  // writes its environment to $OUT/env-$RANK and its pid to $OUT/pid-$RANK.
-  std::string rank_script(const std::string& body) {
+  // runs `setup` (its traps) and then writes its environment to $OUT/env-$RANK and its pid to
+  // $OUT/pid-$RANK, so a rank whose pid file exists has its handlers in place.
+  std::string rank_script(const std::string& body, const std::string& setup = "") {
     const std::string path = scratch / "rank.sh";
     write_file(
         path,
         "#!/bin/sh\n"
         "OUT='" +
-            scratch.path() +
-            "'\n"
+            scratch.path() + "'\n" + setup +
             "env > \"$OUT/env-$RANK.tmp\" && mv \"$OUT/env-$RANK.tmp\" \"$OUT/env-$RANK\"\n"
             "echo $$ > \"$OUT/pid-$RANK.tmp\" && mv \"$OUT/pid-$RANK.tmp\" \"$OUT/pid-$RANK\"\n" +
             body,
@@ -188,8 +188,8 @@ TEST_F(LauncherRanks, LogRanksAllPrefixesEveryLine) {
 // 128+9 and the line within the grace period plus 5 s.
 TEST_F(LauncherRanks, RankKilledWithSigkillStopsTheOthers) {
   const double grace = 5;
-  const std::string script = rank_script("trap 'echo term > \"$OUT/term-$RANK\"; exit 0' TERM\n" +
-                                         ready_when_all_started(3) + wait_forever());
+  const std::string script = rank_script(ready_when_all_started(3) + wait_forever(),
+                                         "trap 'echo term > \"$OUT/term-$RANK\"; exit 0' TERM\n");
   Process launcher(launch({"--workspace", ws.path(), "--name", "r1", "--nproc-per-node", "3",
                            "--grace-period", "5", "--", script}),
                    {}, kOuterVars);
@@ -212,13 +212,14 @@ TEST_F(LauncherRanks, RankKilledWithSigkillStopsTheOthers) {
 }
 
 TEST_F(LauncherRanks, RankExiting3StopsTheOthersAndIsTheCode) {
-  const std::string script = rank_script("trap 'echo term > \"$OUT/term-$RANK\"; exit 0' TERM\n" +
-                                         ready_when_all_started(2) +
-                                         "if [ \"$RANK\" = 1 ]; then\n"
-                                         "  while [ ! -f \"$OUT/pid-0\" ]; do sleep 0.02; done\n"
-                                         "  echo 'rank 1 gives up' >&2; exit 3\n"
-                                         "fi\n" +
-                                         wait_forever());
+  const std::string script =
+      rank_script(ready_when_all_started(2) +
+                      "if [ \"$RANK\" = 1 ]; then\n"
+                      "  while [ ! -f \"$OUT/pid-0\" ]; do sleep 0.02; done\n"
+                      "  echo 'rank 1 gives up' >&2; exit 3\n"
+                      "fi\n" +
+                      wait_forever(),
+                  "trap 'echo term > \"$OUT/term-$RANK\"; exit 0' TERM\n");
   const auto start = Clock::now();
   const Result r = run(launch({"--workspace", ws.path(), "--name", "r1", "--nproc-per-node", "2",
                                "--grace-period", "5", "--", script}),
@@ -237,9 +238,9 @@ TEST_F(LauncherRanks, RankIgnoringSigtermIsKilledAfterTheGracePeriod) {
       "if [ \"$RANK\" = 1 ]; then\n"
       "  while [ ! -f \"$OUT/pid-0\" ]; do sleep 0.02; done\n"
       "  exit 4\n"
-      "fi\n"
-      "trap '' TERM\n" +
-      ready_when_all_started(2) + "while :; do sleep 0.1; done\n");
+      "fi\n" +
+          ready_when_all_started(2) + "while :; do sleep 0.1; done\n",
+      "[ \"$RANK\" = 1 ] || trap '' TERM\n");
   const auto start = Clock::now();
   const Result r = run(launch({"--workspace", ws.path(), "--nproc-per-node", "2", "--grace-period",
                                "0.5", "--", script}),
@@ -252,8 +253,8 @@ TEST_F(LauncherRanks, RankIgnoringSigtermIsKilledAfterTheGracePeriod) {
 
 // Ctrl-C in a terminal: SIGINT to dl-launch; every rank gets it, saves and exits 0.
 TEST_F(LauncherRanks, CtrlCReachesEveryRank) {
-  const std::string script = rank_script("trap 'echo int > \"$OUT/int-$RANK\"; exit 0' INT\n" +
-                                         ready_when_all_started(2) + wait_forever());
+  const std::string script = rank_script(ready_when_all_started(2) + wait_forever(),
+                                         "trap 'echo int > \"$OUT/int-$RANK\"; exit 0' INT\n");
   Process launcher(launch({"--workspace", ws.path(), "--nproc-per-node", "2", "--grace-period", "5",
                            "--", script}),
                    {}, kOuterVars);
