@@ -18,6 +18,7 @@
 #include <cmath>
 #include <map>
 #include <memory>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -215,6 +216,97 @@ TEST(DistributedTrain, AStopSignalToOneRankStopsBothAndRankZeroSaves) {
   EXPECT_NE(results[1].out.find("received in epoch 1 after " + std::to_string(after) + " batches"),
             std::string::npos)
       << show(results);
+}
+
+// --- through dl-launch --------------------------------------------------------------------------
+
+const std::string kLaunch = DL_LAUNCH_BIN;
+
+std::vector<std::string> launch_argv(const std::string& workspace, const std::string& data,
+                                     const std::vector<std::string>& args) {
+  std::vector<std::string> argv = {
+      kLaunch, "--workspace",    workspace, "--device",        "cpu", "--data", data, "--threads",
+      "1",     "--workers",      "0",       "--monitor-every", "0",   "--seed", "5",  "--epochs",
+      "1",     "--grace-period", "10"};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return argv;
+}
+
+std::string rank_zero_lines(const Result& r) {
+  return r.out + r.err;
+}
+
+// Two dl-launch, node ranks 0 and 1 on 127.0.0.1, one process each: the same world of two ranks
+// as one dl-launch with two processes, so the same samples, the same steps, the same checkpoint.
+TEST(DistributedLaunch, TwoNodesOnLoopbackEndWithTheCheckpointOfOneNodeWithTwoRanks) {
+  if (fashion_mnist_dir().empty()) GTEST_SKIP() << kNoFashion;
+  const std::string data = fashion_subset(2048, 101);
+  TempDir one_ws, two_ws;
+  const std::vector<std::string> train = {"--batch-size", "16", "--limit-batches", "10"};
+  std::vector<std::string> one_node = train;
+  one_node.insert(one_node.end(), {"--nproc-per-node", "2", "--name", "one"});
+  const Result one = run(launch_argv(one_ws.path(), data, one_node), {}, kSchedulerVars);
+  ASSERT_EQ(one.code, 0) << rank_zero_lines(one);
+
+  const std::string port = std::to_string(free_port());
+  std::vector<std::unique_ptr<Process>> nodes;
+  for (const char* node : {"0", "1"}) {
+    std::vector<std::string> args = train;
+    args.insert(args.end(), {"--nproc-per-node", "1", "--nnodes", "2", "--node-rank", node,
+                             "--master-addr", "127.0.0.1", "--master-port", port, "--name", "two"});
+    nodes.push_back(std::make_unique<Process>(launch_argv(two_ws.path(), data, args), EnvVars{},
+                                              kSchedulerVars));
+  }
+  const Result node0 = nodes[0]->wait(kRunTimeout);
+  const Result node1 = nodes[1]->wait(kRunTimeout);
+  ASSERT_EQ(node0.code, 0) << rank_zero_lines(node0) << rank_zero_lines(node1);
+  ASSERT_EQ(node1.code, 0) << rank_zero_lines(node0) << rank_zero_lines(node1);
+  std::cout << "--- node 0's terminal ---\n"
+            << rank_zero_lines(node0) << "--- node 1's ---\n"
+            << rank_zero_lines(node1);
+
+  const std::string two_run = two_ws / "runs/two";
+  EXPECT_TRUE(file_exists(two_run + "/plan.json"));
+  EXPECT_TRUE(file_exists(two_run + "/plan-rank-1.json"));
+  EXPECT_TRUE(file_exists(two_run + "/rank-0.log"));
+  EXPECT_TRUE(file_exists(two_run + "/rank-1.log"));
+  const double diff = relative_difference(two_run + "/last.pt", one_ws / "runs/one/last.pt");
+  std::cout << "two nodes vs one node with two ranks: relative difference " << diff << "\n";
+  EXPECT_EQ(diff, 0.0);
+}
+
+// kill -9 of one rank's dl-train: dl-launch stops the other and exits with 137 and a line naming
+// the rank and its log, within the grace period plus 5 s.
+TEST(DistributedLaunch, AKilledRankEndsTheRunWithItsCodeAndName) {
+  if (fashion_mnist_dir().empty()) GTEST_SKIP() << kNoFashion;
+  const std::string data = fashion_subset(4096, 101);
+  TempDir ws;
+  Process launch(launch_argv(ws.path(), data,
+                             {"--batch-size", "8", "--nproc-per-node", "2", "--name", "k",
+                              "--log-every", "5", "--log-ranks", "all"}),
+                 EnvVars{}, kSchedulerVars);
+  // Rank 1's progress: training is under way on both.
+  ASSERT_TRUE(wait_for_output(launch, "[rank 1]", kRunTimeout)) << launch.out();
+  ASSERT_TRUE(wait_for_output(launch, " batch 10/", kRunTimeout)) << launch.out();
+  const std::string pids = read_file("/proc/" + std::to_string(launch.pid()) + "/task/" +
+                                     std::to_string(launch.pid()) + "/children");
+  // dl-launch's children are the ranks, in rank order.
+  std::istringstream in(pids);
+  pid_t rank0 = 0, rank1 = 0;
+  in >> rank0 >> rank1;
+  ASSERT_GT(rank1, 0) << pids;
+  const auto killed = std::chrono::steady_clock::now();
+  ASSERT_EQ(kill(rank1, SIGKILL), 0);
+  const Result r = launch.wait(kRunTimeout);
+  const double took =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - killed).count();
+  std::cout << "kill -9 of rank 1: dl-launch exited " << r.code << " after " << took << " s\n"
+            << r.err;
+  EXPECT_EQ(r.code, 137);
+  EXPECT_LE(took, 10 + 5);
+  EXPECT_NE(r.err.find("rank 1 died of signal 9"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find(ws / "runs/k/rank-1.log"), std::string::npos) << r.err;
+  EXPECT_NE(kill(rank0, 0), 0) << "rank 0 still running";
 }
 
 }  // namespace

@@ -248,8 +248,9 @@ int run_training(const TrainConfig& config) {
   if (run.skipped_total > 0) {
     spdlog::warn("{} undecodable sample(s) were skipped in all", run.skipped_total);
   }
-  spdlog::info("done: validation accuracy {:.2f}% (best {:.2f}%); checkpoints {} and {}",
-               100.0 * run.last_val_acc, 100.0 * run.best_val_acc, run.last_path, run.best_path);
+  spdlog::info("done: validation accuracy {:.2f}% (best {:.2f}%); checkpoints {} and {}{}",
+               100.0 * run.last_val_acc, 100.0 * run.best_val_acc, run.last_path, run.best_path,
+               run.world.writes() ? "" : " (written by rank 0)");
   return exit_code::kOk;
 }
 
