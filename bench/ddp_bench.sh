@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Data-parallel step time on one machine: 1 rank x 2 threads (batch B) against 2 ranks x 1 thread
 # (batch B/2 each, the same global batch), with the gradient buckets reduced during backward
-# (overlap) and after it, over Gloo on loopback. Configurations alternate within each repetition
+# (overlap) and after it, and with overlap and each rank pinned to one core (dl-launch's
+# --cpu-bind cores), over Gloo on loopback. Configurations alternate within each repetition
 # (A B C, then C B A, ...) so that load from other work falls on all; prints a markdown table of
 # medians over the repetitions.
 #
@@ -85,12 +86,14 @@ one_rank() {  # model
   step_figures "$log"
 }
 
-two_ranks() {  # model overlap
+two_ranks() {  # model overlap [pin]
   local port; port=$(free_port)
   for r in 0 1; do
+    local pin=()
+    if [ "${3:-}" = pin ]; then pin=(taskset -c "$r"); fi
     # shellcheck disable=SC2046
     WORLD_SIZE=2 RANK=$r LOCAL_RANK=$r LOCAL_WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=$port \
-      DL_RUN_DIR="$work/run-two" "$dl_train" $(common "$1") --threads 1 \
+      DL_RUN_DIR="$work/run-two" "${pin[@]}" "$dl_train" $(common "$1") --threads 1 \
       --batch-size $((batch / 2)) --overlap "$2" >"$work/two-$r.log" 2>&1 &
   done
   wait
@@ -99,13 +102,14 @@ two_ranks() {  # model overlap
 
 for model in $models; do
   for ((i = 0; i < repeat; i++)); do
-    order=("one" "overlap" "after")
-    if ((i % 2 == 1)); then order=("after" "overlap" "one"); fi
+    order=("one" "overlap" "after" "pinned")
+    if ((i % 2 == 1)); then order=("pinned" "after" "overlap" "one"); fi
     for c in "${order[@]}"; do
       case "$c" in
         one) echo "$model one $(one_rank "$model")" >>"$rows" ;;
         overlap) echo "$model overlap $(two_ranks "$model" true)" >>"$rows" ;;
         after) echo "$model after $(two_ranks "$model" false)" >>"$rows" ;;
+        pinned) echo "$model pinned $(two_ranks "$model" true pin)" >>"$rows" ;;
       esac
     done
   done
@@ -116,13 +120,14 @@ import statistics, sys
 rows = [l.split() for l in open(sys.argv[1]) if len(l.split()) == 4]
 repeat, batch, steps = sys.argv[2:5]
 names = {"one": "1 rank x 2 threads", "overlap": "2 ranks x 1 thread, overlap",
-         "after": "2 ranks x 1 thread, no overlap"}
+         "after": "2 ranks x 1 thread, no overlap",
+         "pinned": "2 ranks x 1 thread, overlap, each pinned to a core"}
 print(f"Global batch {batch}, {steps} steps, CPU, Gloo on loopback; medians of {repeat} runs.\n")
 print("| model | configuration | step ms | comm ms | comm % | ratio |")
 print("| --- | --- | --- | --- | --- | --- |")
 for model in dict.fromkeys(r[0] for r in rows):
     base = None
-    for c in ("one", "overlap", "after"):
+    for c in ("one", "overlap", "after", "pinned"):
         got = [(float(r[2]), float(r[3]) if c != "one" else 0.0) for r in rows if r[0] == model and r[1] == c]
         if not got:
             continue

@@ -71,7 +71,7 @@ po::options_description make_train() {
     ("probe-batch", po::value<std::string>(), "probe mode: run a few training steps at this batch size on synthetic data and print peak memory as JSON")
     ("limit-batches", po::value<std::string>(), "train on at most this many batches per epoch, 0 for all (default 0)")
     ("resume", po::value<std::string>()->implicit_value("true"), "continue from the run's last.pt (--resume, or true/false)")
-    ("dist-backend", po::value<std::string>(), "distributed: auto (nccl on CUDA, gloo on CPU), gloo or nccl (default auto)")
+    ("dist-backend", po::value<std::string>(), "distributed: auto (nccl on CUDA, gloo on CPU), gloo or nccl (default auto; gloo or nccl form a process group even for one rank)")
     ("dist-timeout", po::value<std::string>(), "distributed: seconds a collective may wait for the other ranks (default 300)")
     ("rdzv-timeout", po::value<std::string>(), "distributed: seconds for every rank to arrive at MASTER_ADDR:MASTER_PORT (default 300)")
     ("lr-scaling", po::value<std::string>(), "distributed: none keeps --lr, linear multiplies it by the world size, sqrt by its square root (default none)")

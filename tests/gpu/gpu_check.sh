@@ -224,6 +224,32 @@ PY
   else
     failed=1; rows+=("| dl-train auto precision + injected OOM on CUDA | FAIL | log $logs/train-oom.log |")
   fi
+  # The NCCL path (c10d's ProcessGroupNCCL, the bucketed all-reduce): one rank on one GPU, and
+  # two ranks on two GPUs where there are two.
+  say "== dl-train over NCCL, world size 1"
+  if train_run train-nccl1 "" --dist-backend nccl && grep -q "nccl process group" "$logs/train-nccl1.log"; then
+    rows+=("| dl-train over NCCL, 1 rank | ok | $(grep -o 'steps: [0-9]* x [0-9.]* ms, communication wait [0-9.]* ms' "$logs/train-nccl1.log" | head -1) |")
+  else
+    failed=1; rows+=("| dl-train over NCCL, 1 rank | FAIL | log $logs/train-nccl1.log |")
+  fi
+  if [ "$(nvidia-smi -L 2>/dev/null | wc -l)" -ge 2 ]; then
+    say "== dl-train over NCCL, 2 ranks on 2 GPUs"
+    nccl_port=$("$python" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+    nccl_rc=0
+    for r in 0 1; do
+      WORLD_SIZE=2 RANK=$r LOCAL_RANK=$r LOCAL_WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 \
+        MASTER_PORT=$nccl_port train_run "train-nccl2-$r" "" >/dev/null &
+    done
+    for r in 0 1; do wait -n || nccl_rc=1; done
+    cat "$logs/train-nccl2-0.log"
+    if [ $nccl_rc -eq 0 ] && grep -q "rank 0 of 2" "$logs/train-nccl2-0.log"; then
+      rows+=("| dl-train over NCCL, 2 ranks | ok | $(grep -o 'steps: [0-9]* x [0-9.]* ms, communication wait [0-9.]* ms' "$logs/train-nccl2-0.log" | head -1) |")
+    else
+      failed=1; rows+=("| dl-train over NCCL, 2 ranks | FAIL | logs $logs/train-nccl2-*.log |")
+    fi
+  else
+    rows+=("| dl-train over NCCL, 2 ranks | not run | one GPU visible |")
+  fi
   run unit-tests "$build/tests/unit/train/dl_train_unit_tests" --gtest_brief=1
   if grep -q "PASSED" "$logs/unit-tests.log" && ! grep -q "FAILED" "$logs/unit-tests.log"; then
     rows+=("| dl_train_unit_tests ($torch_version) | ok | $(grep -o '[0-9]* tests\? from [0-9]* test suites\? ran' "$logs/unit-tests.log") |")

@@ -217,7 +217,9 @@ TrainingRun::TrainingRun(const TrainConfig& cfg)
       precision(resolve_precision(cfg.precision, cfg.precision_source, device)),
       last_path(cfg.run_dir + "/last.pt"),
       best_path(cfg.run_dir + "/best.pt") {
-  if (contract.distributed()) connect(*this);
+  // A backend named explicitly forms a process group even for one rank (as Python's
+  // init_process_group does): the NCCL or Gloo path then runs on a single GPU or CPU too.
+  if (contract.distributed() || config.dist_backend != "auto") connect(*this);
   // Only rank 0 writes the run directory; the others' lines go to their own output.
   if (world.writes()) {
     prepare_run_dir(config.run_dir);
