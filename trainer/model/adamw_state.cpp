@@ -1,19 +1,35 @@
-// export_adamw / import_adamw. LibTorch 1.13 keys an optimizer's per-parameter state by the
-// parameter's TensorImpl address printed as a string (see torch/optim/adamw.h and serialize.h).
+// export_adamw / import_adamw. LibTorch keys an optimizer's per-parameter state by the
+// parameter's TensorImpl address: printed as a string up to 2.1 (see torch/optim/adamw.h and
+// serialize.h), the pointer itself (void*) from 2.2 on.
 #include "model/adamw_state.h"
 
-#include <c10/util/C++17.h>
-
 #include <memory>
+#include <sstream>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 #include <unordered_map>
+#include <utility>
 
 namespace dl::model {
 namespace {
 
-std::string state_key(const at::Tensor& param) {
-  return c10::guts::to_string(param.unsafeGetTensorImpl());
+// The key type of Optimizer::state() in this LibTorch; the overload for it makes the key, so each
+// LibTorch line compiles the spelling it has (no version number to get wrong). The other overload
+// is unused there.
+using StateKey = std::decay_t<decltype(std::declval<torch::optim::Optimizer&>().state())>::key_type;
+[[maybe_unused]] std::string make_state_key(const c10::TensorImpl* impl,
+                                            const std::string* /*tag*/) {
+  std::ostringstream text;  // as c10::guts::to_string, which 1.13 uses
+  text << impl;
+  return text.str();
+}
+[[maybe_unused]] void* make_state_key(const c10::TensorImpl* impl, void* const* /*tag*/) {
+  return const_cast<c10::TensorImpl*>(impl);
+}
+
+StateKey state_key(const at::Tensor& param) {
+  return make_state_key(param.unsafeGetTensorImpl(), static_cast<const StateKey*>(nullptr));
 }
 
 at::Tensor copy_to_cpu(const at::Tensor& tensor) {

@@ -2,6 +2,7 @@
 #include "train/grad_scaler.h"
 
 #include <ATen/ATen.h>
+#include <ATen/core/grad_mode.h>
 #include <torch/optim/optimizer.h>
 
 #include <cmath>

@@ -64,6 +64,7 @@ std::uint64_t peak_resident_bytes() {
 std::uint64_t peak_bytes(const torch::Device& device, std::string* error) {
   if (!device.is_cuda()) return peak_resident_bytes();
 #if defined(DL_HAVE_C10_CUDA)
+  (void)error;  // the CUDA build always knows
   // Reserved, not allocated: what the caching allocator took from the device, fragmentation
   // included, is what other allocations compete with. Index 0 is StatType::AGGREGATE (all pools)
   // in every LibTorch version, whose spelling of the enum's scope has changed.
