@@ -41,7 +41,8 @@ command -v debootstrap >/dev/null 2>&1 ||
 
 suite=$CUDA_CHROOT_SUITE
 # shellcheck disable=SC2206
-packages=($CUDA_CHROOT_PACKAGES $CUDA_CHROOT_BUILD_PACKAGES $NATIVE_LIB_PACKAGES)
+packages=($CUDA_CHROOT_PACKAGES $CUDA_CHROOT_BUILD_PACKAGES $CUDA_CHROOT_TEST_PACKAGES
+  $NATIVE_LIB_PACKAGES)
 recipe=$({
   sed -n '/^# --- recipe:/,/^# --- end of recipe/p' "${BASH_SOURCE[0]}"
   echo "$suite ${packages[*]}"

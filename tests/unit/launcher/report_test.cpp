@@ -51,8 +51,11 @@ Launch gpu_launch() {
   return l;
 }
 
-// The member `path` ("a.b.c") of `root`; fails the test when one is missing.
-const JsonValue& at(const JsonValue& root, const std::string& path) {
+// The member `path_text` ("a.b.c") of `root`; fails the test when one is missing. A `const char*`,
+// not a string: GCC 14 takes a temporary string argument for what the result may refer to
+// (-Wdangling-reference).
+const JsonValue& at(const JsonValue& root, const char* path_text) {
+  const std::string path = path_text;
   const JsonValue* v = &root;
   std::string::size_type start = 0;
   while (start <= path.size()) {
