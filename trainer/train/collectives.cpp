@@ -157,6 +157,16 @@ bool is_loopback(const std::string& host) {
   return host == "localhost" || host.rfind("127.", 0) == 0 || host == "::1";
 }
 
+// TCPStore's classic backend, which every LibTorch has. From 2.4 the default is the libuv one, and
+// a LibTorch built without libuv (Debian's 2.6) refuses it ("use_libuv was requested but PyTorch
+// was build without libuv support"). Set where TCPStoreOptions has the field; nothing before.
+template <typename Options>
+auto use_classic_store(Options& options, int) -> decltype(options.useLibUV = false, void()) {
+  options.useLibUV = false;
+}
+template <typename Options>
+void use_classic_store(Options& /*options*/, long) {}
+
 // Rank 0 listens on MASTER_PORT; every rank connects and adds itself to a count. The last to
 // arrive releases the others, and a rank still waiting at the timeout says how many came.
 c10::intrusive_ptr<c10d::Store> rendezvous(const DistContract& c, double seconds) {
@@ -167,6 +177,7 @@ c10::intrusive_ptr<c10d::Store> rendezvous(const DistContract& c, double seconds
   options.numWorkers = c.world_size;
   options.waitWorkers = false;
   options.timeout = to_ms(seconds);
+  use_classic_store(options, 0);
   c10::intrusive_ptr<c10d::Store> store;
   try {
     const QuietC10Logging quiet;
