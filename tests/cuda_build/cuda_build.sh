@@ -68,11 +68,12 @@ mount_into --bind "$src" /src
 mount -o remount,bind,ro "$chroot_dir/src"
 mount_into --bind "$cache/ccache" /ccache
 
-# in_chroot COMMAND...: runs in the chroot with a clean environment, the stub on the library path.
+# in_chroot COMMAND...: runs in the chroot with a clean environment, the stub on the library path,
+# without the lock's descriptor (a process the suite leaves behind must not hold the lock).
 in_chroot() {
   chroot "$chroot_dir" /usr/bin/env -i PATH=/usr/local/bin:/usr/bin:/bin HOME=/root \
     LC_ALL=C.UTF-8 LD_LIBRARY_PATH=$stub_dir CCACHE_DIR=/ccache CCACHE_BASEDIR=/src \
-    CCACHE_MAXSIZE=5G CI=true "$@"
+    CCACHE_MAXSIZE=5G CI=true "$@" 8>&-
 }
 logs=$chroot_dir/build-logs
 rm -rf "$chroot_dir/build" "$logs"
