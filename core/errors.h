@@ -15,14 +15,15 @@ namespace dl {
 // through unchanged, and 128+N when it died of signal N.
 namespace exit_code {
 constexpr int kOk = 0;
-constexpr int kUsage = 64;         // unknown option, bad value
-constexpr int kBadConfig = 65;     // malformed config file
-constexpr int kBadData = 65;       // malformed data set (dl-train)
-constexpr int kMissing = 66;       // workspace, config file or data does not exist
-constexpr int kUnavailable = 69;   // a device the machine does not have, or too little memory
-constexpr int kInternal = 70;      // a bug: please report it
-constexpr int kCantWrite = 73;     // workspace or run directory not writable
-constexpr int kRendezvous = 75;    // the ranks could not meet (timeout, port in use), or a peer failed
+constexpr int kUsage = 64;        // unknown option, bad value
+constexpr int kBadConfig = 65;    // malformed config file
+constexpr int kBadData = 65;      // malformed data set (dl-train)
+constexpr int kMissing = 66;      // workspace, config file or data does not exist
+constexpr int kUnavailable = 69;  // a device the machine does not have, or too little memory
+constexpr int kInternal = 70;     // a bug: please report it
+constexpr int kCantWrite = 73;    // workspace or run directory not writable
+constexpr int kRendezvous =
+    75;  // the ranks could not meet (timeout, port in use), or a peer failed
 constexpr int kNoPermission = 77;  // config file not readable
 constexpr int kDiverged = 80;      // the loss became NaN or infinite (dl-train)
 constexpr int kNotExecutable = 126;
