@@ -213,18 +213,6 @@ c10::intrusive_ptr<c10d::Store> rendezvous(const DistContract& c, double seconds
   return store;
 }
 
-// The process groups this build's LibTorch has.
-std::vector<std::string> available_backends() {
-  std::vector<std::string> names;
-#ifdef DL_HAVE_GLOO
-  names.emplace_back("gloo");
-#endif
-#ifdef DL_HAVE_NCCL
-  names.emplace_back("nccl");
-#endif
-  return names;
-}
-
 std::string choose_backend(const std::string& asked, c10::Device device) {
   if (asked == "auto") return device.is_cuda() ? "nccl" : "gloo";
   return asked;
@@ -260,6 +248,17 @@ c10::intrusive_ptr<Group> make_group(const std::string& backend,
 
 }  // namespace
 
+std::vector<std::string> process_group_backends() {
+  std::vector<std::string> names;
+#ifdef DL_HAVE_GLOO
+  names.emplace_back("gloo");
+#endif
+#ifdef DL_HAVE_NCCL
+  names.emplace_back("nccl");
+#endif
+  return names;
+}
+
 DistContract read_contract(const EnvRead& read_env) {
   const EnvRead read = read_env ? read_env : [](const char* name) -> std::optional<std::string> {
     const char* v = std::getenv(name);
@@ -283,7 +282,7 @@ DistContract read_contract(const EnvRead& read_env) {
 std::unique_ptr<Collectives> Collectives::connect(const DistContract& contract,
                                                   const GroupOptions& options, c10::Device device) {
   const std::string backend = choose_backend(options.backend, device);
-  const auto available = available_backends();
+  const auto available = process_group_backends();
   if (std::find(available.begin(), available.end(), backend) == available.end()) {
     throw UserError(
         exit_code::kUsage,

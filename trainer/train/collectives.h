@@ -41,6 +41,10 @@ struct GroupOptions {
   double collective_seconds = 300;
 };
 
+// The process groups this build's LibTorch has: "gloo" where its Gloo headers were found at build
+// time, "nccl" in a CUDA LibTorch with NCCL.
+std::vector<std::string> process_group_backends();
+
 // In-place collectives over every rank. Every rank must call them in the same order.
 class Collectives {
  public:
