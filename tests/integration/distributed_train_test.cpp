@@ -25,6 +25,7 @@
 #include "model/checkpoint.h"
 #include "support/data_sets.h"
 #include "support/files.h"
+#include "support/ports.h"
 #include "support/process.h"
 #include "support/temp_dir.h"
 
@@ -35,18 +36,6 @@ using std::chrono::seconds;
 
 const std::string kTrain = DL_TRAIN_BIN;
 constexpr seconds kRunTimeout{300};
-
-int free_port() {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
-  socklen_t len = sizeof addr;
-  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  close(fd);
-  return ntohs(addr.sin_port);
-}
 
 std::vector<std::string> argv_of(const std::string& data, const std::vector<std::string>& args) {
   std::vector<std::string> argv = {kTrain, "--data",   data,  "--threads",       "1", "--workers",

@@ -19,6 +19,7 @@
 #include <thread>
 
 #include "core/errors.h"
+#include "support/ports.h"
 #include "train/collectives.h"
 #include "train/distributed_sampler.h"
 #include "train/distributed_step.h"
@@ -30,19 +31,6 @@ namespace dl::test {
 namespace {
 
 using namespace dl::train;
-
-// A port nothing listens on right now (the kernel's choice for port 0).
-int free_port() {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
-  socklen_t len = sizeof addr;
-  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  close(fd);
-  return ntohs(addr.sin_port);
-}
 
 bool has_gloo() {
   const auto b = process_group_backends();
