@@ -22,6 +22,7 @@ constexpr int kMissing = 66;      // workspace, config file or data does not exi
 constexpr int kUnavailable = 69;  // a device the machine does not have, or too little memory
 constexpr int kInternal = 70;     // a bug: please report it
 constexpr int kCantWrite = 73;    // workspace or run directory not writable
+constexpr int kInUse = 74;        // the run directory is locked by a run still alive
 constexpr int kRendezvous =
     75;  // the ranks could not meet (timeout, port in use), or a peer failed
 constexpr int kNoPermission = 77;  // config file not readable
@@ -52,9 +53,11 @@ inline constexpr ExitCodeRow kExitCodes[] = {
      "1 sample"},
     {"70", "internal error (a bug: please report it)", "internal error (a bug: please report it)"},
     {"73",
-     "workspace not writable (the message names its owner) or not a directory; init: DIR cannot "
-     "be created",
+     "workspace not writable (the message names its owner) or not a directory, or a symbolic "
+     "link where runs/, runs/NAME/ or .dl/ belongs; init: DIR cannot be created",
      "run directory or checkpoint not writable"},
+    {"74", "the run name is in use: another run with it is alive (its PID is named)",
+     "the run directory is in use by another run still alive (its PID is named)"},
     {"75",
      "the ranks of a distributed run could not be started (no free port, node list unreadable)",
      "the ranks could not meet (rendezvous timeout, port in use) or a collective failed (a peer "

@@ -9,8 +9,8 @@
 #include <cstring>
 #include <vector>
 
+#include "core/dir_fd.h"
 #include "core/errors.h"
-#include "core/files.h"
 
 namespace dl {
 namespace {
@@ -46,16 +46,7 @@ std::optional<Identity> workspace_owner(const std::string& workspace, bool enabl
   return who;
 }
 
-void give_to(const std::optional<Identity>& who, const std::string& path) {
-  if (!who) return;
-  if (lchown(path.c_str(), who->uid, who->gid) != 0) {
-    throw UserError(
-        exit_code::kCantWrite,
-        "cannot give " + path + " to " + describe_user(who->uid) + ": " + std::strerror(errno));
-  }
-}
-
-std::string home_for(const Identity& who, const std::string& workspace) {
+std::string home_for(const Identity& who, const DirFd& workspace) {
   std::vector<char> buffer;
   if (const auto entry = passwd_of(who.uid, &buffer)) {
     struct stat st {};
@@ -64,13 +55,7 @@ std::string home_for(const Identity& who, const std::string& workspace) {
       return entry->pw_dir;
     }
   }
-  const std::string dot = workspace + "/.dl";
-  const std::string home = dot + "/home";
-  make_dir(dot);
-  give_to(who, dot);
-  make_dir(home);
-  give_to(who, home);
-  return home;
+  return workspace.subdir(".dl").subdir("home").path();
 }
 
 }  // namespace dl

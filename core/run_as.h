@@ -2,7 +2,8 @@
 // host user's bind mount: what root writes there (runs/, checkpoints, the batch-size cache) would
 // belong to root on the host, and the user could not delete it. So when dl-launch is root and
 // the workspace belongs to another uid, the program runs as that uid and gid (set in the child
-// between fork and exec), and what dl-launch writes into the workspace is given to them.
+// between fork and exec), and dl-launch writes into the workspace with their credentials
+// (act_as.h).
 #pragma once
 
 #include <sys/types.h>
@@ -11,6 +12,8 @@
 #include <string>
 
 namespace dl {
+
+class DirFd;
 
 struct Identity {
   uid_t uid = 0;
@@ -26,12 +29,10 @@ std::string describe_user(uid_t uid);
 // nullopt otherwise. Reads only: safe for a dry run. `enabled` is the run-as-owner setting.
 std::optional<Identity> workspace_owner(const std::string& workspace, bool enabled);
 
-// Gives `path` to `who` (nothing when nullopt). Throws UserError 73 naming the path.
-void give_to(const std::optional<Identity>& who, const std::string& path);
-
 // A HOME the program can write to (caches of pip, torch.hub, matplotlib): the user's own home
-// when the passwd database has one that belongs to them, else <workspace>/.dl/home, created and
-// given to them. Root's HOME (/root, mode 700) is not theirs to use.
-std::string home_for(const Identity& who, const std::string& workspace);
+// when the passwd database has one that belongs to them, else <workspace>/.dl/home, created
+// (call it with the owner's credentials, ActAs, so it is theirs; a link on the way is refused).
+// Root's HOME (/root, mode 700) is not theirs to use.
+std::string home_for(const Identity& who, const DirFd& workspace);
 
 }  // namespace dl

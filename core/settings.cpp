@@ -10,8 +10,10 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <limits>
 
 #include "core/errors.h"
+#include "core/setting_rules.h"
 #include "core/text.h"
 
 namespace dl::settings {
@@ -217,10 +219,47 @@ std::optional<long long> Layers::integer(const std::string& key, long long min, 
   if (allow_auto && v == "auto") return std::nullopt;
   const auto n = parse_i64(v);
   if (!n || *n < min || *n > max) {
-    bad_value(source(key), v,
-              "a whole number >= " + std::to_string(min) + (allow_auto ? " or 'auto'" : ""));
+    // A limit nobody reaches is not worth naming; one a value can hit is.
+    const std::string range =
+        max == std::numeric_limits<long long>::max()
+            ? "a whole number >= " + std::to_string(min)
+            : "a whole number from " + std::to_string(min) + " to " + std::to_string(max);
+    bad_value(source(key), v, range + (allow_auto ? " or 'auto'" : ""));
   }
   return *n;
+}
+
+std::optional<long long> Layers::integer(const std::string& key) const {
+  const Rule& r = rule(key);
+  // Limits are kept as doubles; the largest long long does not survive the round trip.
+  const auto limit = [](double d) {
+    return d >= 9.2e18 ? std::numeric_limits<long long>::max() : static_cast<long long>(d);
+  };
+  return integer(key, limit(r.min), limit(r.max), r.allow_auto);
+}
+
+std::optional<double> Layers::real(const std::string& key) const {
+  const Rule& r = rule(key);
+  return real(key, r.min, r.max);
+}
+
+std::string Layers::one_of(const std::string& key, const std::string& fallback) const {
+  const Rule& r = rule(key);
+  if (!has(key)) return fallback;
+  const std::string v = get(key);
+  if (r.also != nullptr && r.also(v)) return v;
+  for (const auto& a : r.choices) {
+    if (v == a) return v;
+  }
+  std::string list;
+  for (std::size_t i = 0; i < r.choices.size(); ++i) {
+    list += (i == 0                                             ? ""
+             : i + 1 == r.choices.size() && r.also_text.empty() ? " or "
+                                                                : ", ") +
+            r.choices[i];
+  }
+  if (!r.also_text.empty()) list += " or " + r.also_text;
+  bad_value(source(key), v, list);
 }
 
 std::optional<double> Layers::real(const std::string& key, double min, double max) const {

@@ -53,6 +53,10 @@ class Layers {
   std::optional<bool> flag(const std::string& key) const;
   std::string one_of(const std::string& key, const std::vector<std::string>& allowed,
                      const std::string& fallback) const;
+  // The same reads with the limits of the setting's rule (setting_rules.h).
+  std::optional<long long> integer(const std::string& key) const;
+  std::optional<double> real(const std::string& key) const;
+  std::string one_of(const std::string& key, const std::string& fallback) const;
 
  private:
   void remember(const po::parsed_options& parsed, const std::string& origin);

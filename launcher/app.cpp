@@ -17,11 +17,14 @@
 #include <map>
 #include <optional>
 
+#include "core/act_as.h"
 #include "core/data_location.h"
+#include "core/dir_fd.h"
 #include "core/errors.h"
 #include "core/files.h"
 #include "core/probe.h"
 #include "core/run_as.h"
+#include "core/run_lock.h"
 #include "core/system_host.h"
 #include "core/text.h"
 #include "core/version.h"
@@ -279,26 +282,33 @@ void plan_launch(const LaunchOptions& opts, Launch& launch) {
   launch.env = child_environment(launch);
 }
 
-// What the run leaves in the workspace before the program starts: the batch-size cache, the run
-// directory, a HOME for the workspace's owner, plan.json; all of it given to the owner.
+// What the run leaves in the workspace before the program starts: the run directory (locked: one
+// live run per name), the batch-size cache, a HOME for the workspace's owner, plan.json. All of it
+// is written with the owner's credentials, relative to the workspace's descriptor, and a link
+// where one of our directories belongs is refused (act_as.h, dir_fd.h).
 void write_run_files(Launch& launch) {
+  const ActAs owner(launch.run_as);
+  const DirFd workspace = DirFd::open(launch.workspace);
+  const DirFd run = workspace.subdir("runs").subdir(launch.run_name);
+  // Where rank 0 runs, before anything goes into the directory. Nodes without rank 0 write only
+  // their own plan-rank-N.json (a shared file system holds rank 0's lock).
+  if (launch.plan.topology.first_rank == 0) {
+    launch.run_lock = std::make_shared<const RunLock>(RunLock::take(run));
+  }
   // The search's answer is kept for the next start with the same model, input and device.
   auto& search = launch.plan.batch_search;
   if (search && search->cache_written) {
-    store_batch_cache(search->cache_file, search->cache_key, *search);
-    give_to(launch.run_as, launch.workspace + "/.dl");
-    give_to(launch.run_as, search->cache_file);
+    store_batch_cache(workspace, search->cache_key, *search);
   }
-  create_run_dir(launch.workspace, launch.run_name);
-  give_to(launch.run_as, launch.workspace + "/runs");
-  give_to(launch.run_as, launch.run_dir);
   if (launch.run_as) {
-    launch.run_as->home = home_for(*launch.run_as, launch.workspace);
+    launch.run_as->home = home_for(*launch.run_as, workspace);
     launch.env.emplace_back("HOME", launch.run_as->home);
   }
-  const std::string plan_file = launch.run_dir + "/" + plan_file_name(launch);
-  write_file_atomic(plan_file, render_json(launch));
-  give_to(launch.run_as, plan_file);
+  run.write_file(plan_file_name(launch), render_json(launch));
+  if (launch.run_lock) {
+    launch.env.emplace_back(RunLock::kFdVariable,
+                            std::to_string(launch.run_lock->share_with_children()));
+  }
 }
 
 // Every rank started here, its environment, pinning, and whether the terminal shows it.
@@ -318,6 +328,9 @@ RankGroupSpec rank_group(const LaunchOptions& opts, const Launch& launch) {
     spawn.global_rank = r.global_rank;
     spawn.env = rank_environment(launch, i);
     if (launch.run_as) spawn.env.emplace_back("HOME", launch.run_as->home);
+    if (launch.run_lock) {
+      spawn.env.emplace_back(RunLock::kFdVariable, std::to_string(launch.run_lock->fd()));
+    }
     spawn.cpus = r.cpus;
     // This node's first local rank is on the terminal: rank 0 on node 0.
     spawn.shown = all || r.local_rank == 0;

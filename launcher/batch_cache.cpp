@@ -5,6 +5,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "core/dir_fd.h"
 #include "core/errors.h"
 #include "core/files.h"
 #include "core/json.h"
@@ -30,8 +31,10 @@ std::string BatchCacheKey::text() const {
          (gpu.empty() ? "" : "; gpu=" + gpu) + "; budget=" + budget + "; libtorch=" + torch;
 }
 
+constexpr const char* kCacheFileName = "batch-cache.json";
+
 std::string batch_cache_path(const std::string& workspace) {
-  return workspace + "/.dl/batch-cache.json";
+  return workspace + "/.dl/" + kCacheFileName;
 }
 
 std::string render_batch_cache(const BatchCacheEntries& entries) {
@@ -114,10 +117,13 @@ std::optional<BatchSearchRecord> lookup_batch_cache(const std::string& path,
   return std::nullopt;
 }
 
-void store_batch_cache(const std::string& path, const std::string& key,
+void store_batch_cache(const DirFd& workspace, const std::string& key,
                        const BatchSearchRecord& record) {
+  const DirFd dot = workspace.subdir(".dl");
   BatchCacheEntries entries;
-  if (const auto text = read_text(path)) entries = parse_batch_cache(*text);
+  if (const auto text = read_text(batch_cache_path(workspace.path()))) {
+    entries = parse_batch_cache(*text);
+  }
   BatchCacheEntries kept;
   for (auto& e : entries) {
     if (e.first != key) kept.push_back(std::move(e));
@@ -130,8 +136,7 @@ void store_batch_cache(const std::string& path, const std::string& key,
   if (kept.size() > kMaxCacheEntries) {
     kept.erase(kept.begin(), kept.end() - static_cast<std::ptrdiff_t>(kMaxCacheEntries));
   }
-  make_dir(parent_directory(path));
-  write_file_atomic(path, render_batch_cache(kept));
+  dot.write_file(kCacheFileName, render_batch_cache(kept));
 }
 
 }  // namespace dl

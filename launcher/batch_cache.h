@@ -13,6 +13,8 @@
 
 namespace dl {
 
+class DirFd;
+
 // What a search's answer depends on. Two starts with equal keys get the same answer.
 struct BatchCacheKey {
   std::string model;      // "cnn", or a TorchScript file with its size and modification time
@@ -40,9 +42,10 @@ BatchCacheEntries parse_batch_cache(const std::string& text);
 std::optional<BatchSearchRecord> lookup_batch_cache(const std::string& path,
                                                     const std::string& key);
 
-// Stores `record` under `key`, keeping the other keys (the most recent kMaxEntries), creating
-// .dl/ when needed; written atomically. Throws UserError 73 when it cannot be written.
-void store_batch_cache(const std::string& path, const std::string& key,
+// Stores `record` under `key` in the workspace's .dl/batch-cache.json, keeping the other keys (the
+// most recent kMaxEntries), creating .dl/ when needed (a link there is refused); written
+// atomically. Throws UserError 73 when it cannot be written.
+void store_batch_cache(const DirFd& workspace, const std::string& key,
                        const BatchSearchRecord& record);
 
 constexpr std::size_t kMaxCacheEntries = 32;

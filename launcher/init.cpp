@@ -12,6 +12,7 @@
 #include <optional>
 #include <system_error>
 
+#include "core/act_as.h"
 #include "core/errors.h"
 #include "core/run_as.h"
 #include "launcher/command.h"
@@ -81,16 +82,15 @@ std::string find_template(const std::vector<std::string>& candidates) {
 InitResult init_workspace(const std::string& template_dir, const std::string& dir) {
   const fs::path root = fs::absolute(dir).lexically_normal();
   const std::optional<Identity> owner = owner_for(root);
+  // Everything below is made with the owner's credentials: a link they planted leads nowhere they
+  // could not write themselves, and what is made is theirs without a chown.
+  const ActAs as_owner(owner);
   InitResult result;
   std::error_code ec;
-  // Each directory of the path that is new here is the owner's too.
-  std::vector<fs::path> made;
-  for (fs::path p = root; !p.empty() && !fs::exists(p); p = p.parent_path()) made.push_back(p);
   fs::create_directories(root, ec);
   if (ec || !fs::is_directory(root)) {
     cannot_create(root.string(), ec ? ec : std::make_error_code(std::errc::not_a_directory));
   }
-  for (auto it = made.rbegin(); it != made.rend(); ++it) give_to(owner, it->string());
   if (access(root.c_str(), W_OK | X_OK) != 0) {
     cannot_create(root.string(), std::error_code(errno, std::generic_category()));
   }
@@ -113,7 +113,8 @@ InitResult init_workspace(const std::string& template_dir, const std::string& di
     const fs::path rel = from.lexically_relative(template_dir);
     const fs::path to = root / rel;
     if (entry->is_directory()) {
-      if (fs::is_directory(to)) continue;
+      // A directory of the user's own is filled in; a link in its place is not followed.
+      if (fs::symlink_status(to).type() == fs::file_type::directory) continue;
       if (fs::symlink_status(to).type() != fs::file_type::not_found) {
         // The user's file of the same name stays; what the template has under it is left out.
         result.skipped.push_back(rel.string() + "/");
@@ -121,7 +122,6 @@ InitResult init_workspace(const std::string& template_dir, const std::string& di
         continue;
       }
       if (!fs::create_directory(to, ec) || ec) cannot_create(to.string(), ec);
-      give_to(owner, to.string());
       result.created.push_back(rel.string() + "/");
       continue;
     }
@@ -133,7 +133,6 @@ InitResult init_workspace(const std::string& template_dir, const std::string& di
     if (!fs::copy_file(from, to, fs::copy_options::none, ec) || ec) cannot_create(to.string(), ec);
     // An installed template may be read-only; the user's copy is theirs to edit.
     fs::permissions(to, fs::perms::owner_write, fs::perm_options::add, ec);
-    give_to(owner, to.string());
     result.created.push_back(rel.string());
   }
   std::sort(result.created.begin(), result.created.end());

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
@@ -11,6 +12,7 @@
 
 #include "core/probe.h"
 #include "core/run_as.h"
+#include "core/run_lock.h"
 #include "launcher/plan.h"
 
 namespace dl {
@@ -30,6 +32,8 @@ struct Launch {
   EnvList env;        // variables set for the program (DL_*, torchrun, threads, forwarded)
   // The user the program runs as when it is not dl-launch's own (root on another's workspace).
   std::optional<Identity> run_as;
+  // The run directory's lock, held while the program runs (shared: a Launch is copied for probes).
+  std::shared_ptr<const RunLock> run_lock;
 };
 
 // The variables the process `index` of those started here (plan.ranks[index]) gets on top of the

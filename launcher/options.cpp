@@ -17,6 +17,7 @@
 #include <sstream>
 
 #include "core/errors.h"
+#include "core/setting_rules.h"
 #include "core/settings.h"
 #include "core/text.h"
 
@@ -118,9 +119,9 @@ void read_workspace_and_config(settings::Layers& s, LaunchOptions* opts) {
 
 // What the plan starts from: the sizes and the memory budget given.
 void read_sizes(const settings::Layers& s, Request* r) {
-  if (auto w = s.integer("workers", 0, 100000, true)) r->workers = as_int(s, "workers", *w);
-  if (auto t = s.integer("threads", 1, 100000, true)) r->threads = as_int(s, "threads", *t);
-  if (auto b = s.integer("batch-size", 1, 10000000, true)) {
+  if (auto w = s.integer("workers")) r->workers = as_int(s, "workers", *w);
+  if (auto t = s.integer("threads")) r->threads = as_int(s, "threads", *t);
+  if (auto b = s.integer("batch-size")) {
     r->batch_size = as_int(s, "batch-size", *b);
   }
   if (s.has("memory-budget")) {
@@ -131,7 +132,7 @@ void read_sizes(const settings::Layers& s, Request* r) {
     }
     r->memory_budget = Sourced<std::uint64_t>{*bytes, s.source("memory-budget")};
   }
-  if (auto m = s.real("memory-margin", 0.0, 0.9)) {
+  if (auto m = s.real("memory-margin")) {
     r->memory_margin = {*m, s.source("memory-margin")};
   }
 }
@@ -141,10 +142,9 @@ void read_run_settings(const settings::Layers& s, LaunchOptions* opts) {
   Request& r = opts->request;
   if (auto retune = s.flag("retune")) opts->retune = *retune;
   if (auto owner = s.flag("run-as-owner")) opts->run_as_owner = *owner;
-  r.precision = {s.one_of("precision", {"auto", "fp32", "fp16", "bf16"}, "auto"),
-                 s.source("precision")};
+  r.precision = {s.one_of("precision", "auto"), s.source("precision")};
   r.device = {device_value(s), s.source("device")};
-  if (auto n = s.integer("samples", 0, std::numeric_limits<std::int64_t>::max(), true)) {
+  if (auto n = s.integer("samples")) {
     r.samples = Sourced<std::int64_t>{*n, s.source("samples")};
   }
   if (s.has("input-shape") && s.get("input-shape") != "auto") {
@@ -155,7 +155,7 @@ void read_run_settings(const settings::Layers& s, LaunchOptions* opts) {
     }
     r.sample_bytes = {*bytes, s.source("input-shape")};
   }
-  if (auto g = s.real("grace-period", 0.0, 86400.0)) opts->grace_seconds = *g;
+  if (auto g = s.real("grace-period")) opts->grace_seconds = *g;
   if (s.has("name")) {
     opts->run_name = s.get("name");
     if (!is_safe_name(opts->run_name)) {
@@ -178,8 +178,8 @@ void read_rank_settings(const settings::Layers& s, Request* r) {
     }
     q.nproc_per_node = {v, s.source("nproc-per-node")};
   }
-  if (auto n = s.integer("nnodes", 1, 65536, false)) q.nnodes = as_int(s, "nnodes", *n);
-  if (auto k = s.integer("node-rank", 0, 65535, false)) q.node_rank = as_int(s, "node-rank", *k);
+  if (auto n = s.integer("nnodes")) q.nnodes = as_int(s, "nnodes", *n);
+  if (auto k = s.integer("node-rank")) q.node_rank = as_int(s, "node-rank", *k);
   if (q.node_rank && q.nnodes && q.node_rank->value >= q.nnodes->value) {
     settings::bad_value(
         q.node_rank->source, std::to_string(q.node_rank->value),
@@ -192,17 +192,13 @@ void read_rank_settings(const settings::Layers& s, Request* r) {
     }
     q.master_addr = Sourced<std::string>{v, s.source("master-addr")};
   }
-  if (auto p = s.integer("master-port", 1, 65535, false)) {
+  if (auto p = s.integer("master-port")) {
     q.master_port = as_int(s, "master-port", *p);
   }
-  q.cpu_bind = {s.one_of("cpu-bind", {"none", "cores"}, "none"), s.source("cpu-bind")};
-  q.log_ranks = {s.one_of("log-ranks", {"0", "all"}, "0"), s.source("log-ranks")};
-  s.one_of("dist-backend", {"auto", "gloo", "nccl"}, "auto");
-  s.real("dist-timeout", 1.0, 86400.0);
-  s.real("rdzv-timeout", 1.0, 86400.0);
-  r->lr_scaling = {s.one_of("lr-scaling", {"none", "linear", "sqrt"}, "none"),
-                   s.source("lr-scaling")};
-  if (auto lr = s.real("lr", 0.0, 1e6)) r->lr = {*lr, s.source("lr")};
+  q.cpu_bind = {s.one_of("cpu-bind", "none"), s.source("cpu-bind")};
+  q.log_ranks = {s.one_of("log-ranks", "0"), s.source("log-ranks")};
+  r->lr_scaling = {s.one_of("lr-scaling", "none"), s.source("lr-scaling")};
+  if (auto lr = s.real("lr")) r->lr = {*lr, s.source("lr")};
 }
 
 // The training settings the batch-size cache is keyed by, and the program and library to use.
@@ -300,6 +296,9 @@ LaunchOptions parse_options(int argc, const char* const argv[]) {
   read_run_settings(s, &opts);
   read_rank_settings(s, &opts.request);
   read_program_settings(s, &opts);
+  // Every training setting too, wherever it came from (command line, DL_*, dl.conf): dl-train
+  // would refuse a bad one only after the plan was shown and the run directory written.
+  settings::check(s, settings::train());
   opts.trainer_env = trainer_env(s);
   return opts;
 }

@@ -374,6 +374,41 @@ Choice<std::uint64_t> batch_search_budget(const Facts& facts, const Request& req
   return {facts.memory.usable, "usable RAM: " + facts.memory.usable_reason};
 }
 
+// On the CPU the batches in flight share the RAM with the model: the loader's prefetched ones
+// (workers x kPrefetchPerWorker), the one being trained and the next one being staged. Where
+// even they exceed the usable RAM, the kernel's OOM killer would end the run mid-epoch; that is
+// refused here, with the numbers. The model's own memory comes on top and is not known before a
+// probe, so this is a floor: a batch it lets through may still be too large (the batch-size search,
+// --memory-budget, measures that).
+void check_batches_fit_ram(const Facts& facts, const Request& req, Plan* plan) {
+  if (plan->device.value != "cpu") return;
+  std::uint64_t batches = 0;
+  int workers = 0;
+  for (const auto& r : plan->ranks) {
+    batches += static_cast<std::uint64_t>(r.workers.value) * kPrefetchPerWorker + 2;
+    workers += r.workers.value;
+  }
+  const auto batch = static_cast<std::uint64_t>(plan->batch_size.value);
+  const double need = static_cast<double>(batches) * static_cast<double>(batch) *
+                      static_cast<double>(req.sample_bytes.value);
+  if (need <= static_cast<double>(facts.memory.usable)) return;
+  const std::string ranks =
+      plan->ranks.size() > 1 ? " over " + std::to_string(plan->ranks.size()) + " ranks" : "";
+  const std::string what =
+      "batch " + std::to_string(batch) + " with " + std::to_string(workers) + " worker(s)" + ranks +
+      " needs " + std::to_string(batches) + " batches in flight (" +
+      std::to_string(kPrefetchPerWorker) + " prefetched per worker, 2 in training) x " +
+      std::to_string(batch) + " samples x " + gib(req.sample_bytes.value) + " (" +
+      req.sample_bytes.source + ") = " + gib(static_cast<std::uint64_t>(std::min(need, 1.8e19))) +
+      ", more than the usable RAM (" + gib(facts.memory.usable) + ")";
+  // An assumed sample size is no ground for refusing; a known one is.
+  if (req.sample_bytes.source == Request{}.sample_bytes.source) {
+    plan->warnings.push_back(what + ": training may be killed for memory");
+    return;
+  }
+  throw UserError(exit_code::kUnavailable, what + "; lower --batch-size or --workers");
+}
+
 Plan make_plan(const Facts& facts, const Request& req, const BatchSearchRecord* search) {
   Plan plan;
   plan.device = plan_device(facts, req);
@@ -389,6 +424,7 @@ Plan make_plan(const Facts& facts, const Request& req, const BatchSearchRecord* 
   plan.workers_measured = req.trainer_measures && !req.workers;
   plan.threads_measured = req.trainer_measures && !req.threads;
   plan_global_batch(req, &plan);
+  check_batches_fit_ram(facts, req, &plan);
 
   if (facts.shm.present && facts.shm.total <= kDockerDefaultShm) {
     plan.warnings.push_back(

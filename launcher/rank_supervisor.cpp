@@ -19,7 +19,9 @@
 #include <chrono>
 #include <cstring>
 #include <map>
+#include <optional>
 
+#include "core/act_as.h"
 #include "core/errors.h"
 
 extern char** environ;
@@ -76,8 +78,8 @@ struct Rank {
 
 // Creates (or, on --resume, appends to) <dir>/rank-N.log without following a link the user
 // planted, refusing anything but a plain file of one link, and gives it to the ranks' user.
-Fd open_log(int dir_fd, const std::string& name, const std::string& path,
-            const std::optional<Identity>& identity) {
+// Opened with the owner's credentials (the caller's ActAs), so the file is theirs.
+Fd open_log(int dir_fd, const std::string& name, const std::string& path) {
   Fd fd(openat(dir_fd, name.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0644));
   if (fd.fd < 0) {
     throw UserError(exit_code::kCantWrite,
@@ -87,11 +89,6 @@ Fd open_log(int dir_fd, const std::string& name, const std::string& path,
   if (fstat(fd.fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_nlink != 1) {
     throw UserError(exit_code::kCantWrite,
                     path + " is not a plain file of its own (a link?): remove it and run again");
-  }
-  if (identity && fchown(fd.fd, identity->uid, identity->gid) != 0) {
-    throw UserError(exit_code::kCantWrite, "cannot give " + path + " to uid " +
-                                               std::to_string(identity->uid) + " (" +
-                                               std::strerror(errno) + ")");
   }
   return fd;
 }
@@ -412,6 +409,8 @@ std::string rank_log_name(int global_rank) {
 
 int supervise_ranks(const RankGroupSpec& spec) {
   std::vector<Rank> ranks(spec.ranks.size());
+  std::optional<ActAs> owner;
+  owner.emplace(spec.identity);
   const Fd dir(open(spec.log_dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
   if (dir.fd < 0) {
     throw UserError(exit_code::kCantWrite,
@@ -421,8 +420,9 @@ int supervise_ranks(const RankGroupSpec& spec) {
     ranks[i].spawn = &spec.ranks[i];
     const std::string name = rank_log_name(spec.ranks[i].global_rank);
     ranks[i].log_path = spec.log_dir + "/" + name;
-    ranks[i].log = open_log(dir.fd, name, ranks[i].log_path, spec.identity);
+    ranks[i].log = open_log(dir.fd, name, ranks[i].log_path);
   }
+  owner.reset();
 
   sigset_t set;
   sigemptyset(&set);

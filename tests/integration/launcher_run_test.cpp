@@ -100,7 +100,7 @@ TEST_F(LauncherRun, ChildGetsThePlanAsEnvironmentAndTheWorkspaceAsDirectory) {
   EXPECT_TRUE(contains(plan, "\"run_name\": \"r1\"")) << plan;
   EXPECT_TRUE(contains(plan, "\"DL_BATCH_SIZE\": \"16\"")) << plan;
   // Written atomically: no temporary file is left behind.
-  EXPECT_EQ(list_dir(run_dir), std::vector<std::string>{"plan.json"});
+  EXPECT_EQ(list_dir(run_dir), (std::vector<std::string>{"plan.json", "run.lock"}));
 }
 
 // --- Whose files: as root on a workspace that belongs to another user (the container on the host

@@ -503,5 +503,57 @@ TEST(LauncherStartsTrainer, DlTrainRunsWithThePlanInTheWorkspace) {
   EXPECT_TRUE(contains(log, "data: data (2048 training, 500 validation samples")) << log;
 }
 
+// --- h. crashes and concurrent runs ------------------------------------------------------------
+
+TEST(TrainerCrash, TrainLogHoldsEveryLineLoggedBeforeAKill9) {
+  const std::string data = mini_fashion();
+  if (data.empty()) GTEST_SKIP() << kNoFashion;
+  TempDir ws;
+  Process p(in_directory(ws.path(), train_argv({"--data", data, "--epochs", "5", "--log-every",
+                                                "20", "--name", "crash"})));
+  ASSERT_TRUE(wait_for_output(p, " batch 20/", kRunTimeout)) << p.out();
+  p.send_signal(SIGKILL);
+  const Result r = p.wait(kRunTimeout);
+  ASSERT_EQ(r.signal, SIGKILL) << show(r);
+  // Each line reached the file when it was logged: the last one before the kill is there.
+  const std::string log = read_file(ws / "runs/crash/train.log");
+  EXPECT_TRUE(contains(log, "model cnn")) << log;
+  EXPECT_TRUE(contains(log, " batch 20/")) << log;
+}
+
+TEST(TrainerConcurrency, ASecondRunWithTheSameNameIsRefusedNamingTheFirst) {
+  const std::string data = mini_fashion();
+  if (data.empty()) GTEST_SKIP() << kNoFashion;
+  TempDir ws;
+  Process first(in_directory(ws.path(), train_argv({"--data", data, "--epochs", "5", "--log-every",
+                                                    "20", "--name", "same"})));
+  ASSERT_TRUE(wait_for_output(first, " batch 20/", kRunTimeout)) << first.out();
+  const Result second = train(ws.path(), {"--data", data, "--epochs", "1", "--name", "same"});
+  EXPECT_EQ(second.code, 74) << show(second);
+  EXPECT_TRUE(contains(second.err, "runs/same is in use by PID " + std::to_string(first.pid())))
+      << show(second);
+  // The lock dies with its holder, kill -9 included: the name is free again at once.
+  first.send_signal(SIGKILL);
+  first.wait(kRunTimeout);
+  const Result third =
+      train(ws.path(), {"--data", data, "--epochs", "1", "--limit-batches", "2", "--name", "same"});
+  EXPECT_EQ(third.code, 0) << show(third);
+}
+
+TEST(LauncherStartsTrainer, BadTrainingSettingsWriteNothing) {
+  TempDir ws;
+  for (const std::vector<std::string>& bad :
+       {std::vector<std::string>{"--epochs", "abc"}, {"--lr", "-1"}, {"--model", "nosuch"}}) {
+    std::vector<std::string> argv = {kLaunch, "--workspace",    ws.path(),     "--name",
+                                     "bad",   "--nvml-library", "/nonexistent"};
+    argv.insert(argv.end(), bad.begin(), bad.end());
+    const Result r = run(argv, {}, kSchedulerVars);
+    EXPECT_EQ(r.code, kUsage) << show(r);
+    EXPECT_TRUE(contains(r.err, bad[0] + ": expected")) << show(r);
+    EXPECT_FALSE(contains(r.out, "plan")) << "the plan was shown: " << show(r);
+    EXPECT_TRUE(list_dir(ws.path()).empty()) << bad[0] << " left files in the workspace";
+  }
+}
+
 }  // namespace
 }  // namespace dl::test

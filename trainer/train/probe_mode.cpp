@@ -159,7 +159,7 @@ std::optional<std::int64_t> probe_batch_setting(int argc, const char* const argv
   settings::Layers s;
   s.add_command_line(std::vector<std::string>(argv + 1, argv + argc), d);
   s.add_environment();
-  if (auto n = s.integer("probe-batch", 1, std::int64_t{1} << 40, false)) return *n;
+  if (auto n = s.integer("probe-batch")) return *n;
   return std::nullopt;
 }
 

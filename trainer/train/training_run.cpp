@@ -11,11 +11,15 @@
 #include <cerrno>
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <stdexcept>
 
+#include "core/dir_fd.h"
 #include "core/errors.h"
 #include "core/files.h"
+#include "core/text.h"
 #include "model/adamw_state.h"
 #include "train/device.h"
 #include "train/distributed_sampler.h"
@@ -44,6 +48,17 @@ void prepare_run_dir(const std::string& path) {
     throw UserError(exit_code::kCantWrite,
                     "run directory " + path + " is not writable (" + std::strerror(errno) + ")");
   }
+}
+
+// The run directory's lock: the one dl-launch took and handed on (DL_RUN_LOCK_FD), else its own.
+RunLock lock_run_dir(const std::string& path) {
+  const DirFd dir = DirFd::open(path);
+  if (const char* fd = std::getenv(RunLock::kFdVariable); fd != nullptr) {
+    if (const auto n = parse_i64(fd); n && *n >= 0 && *n <= std::numeric_limits<int>::max()) {
+      if (auto adopted = RunLock::adopt(static_cast<int>(*n), dir)) return std::move(*adopted);
+    }
+  }
+  return RunLock::take(dir);
 }
 
 // Workers and compute threads: the user's numbers where given, the rest measured (pipeline_plan.h).
@@ -223,9 +238,12 @@ TrainingRun::TrainingRun(const TrainConfig& cfg)
   // Only rank 0 writes the run directory; the others' lines go to their own output.
   if (world.writes()) {
     prepare_run_dir(config.run_dir);
-    // Everything logged also goes to the run's train.log.
+    run_lock = lock_run_dir(config.run_dir);
+    // Everything logged also goes to the run's train.log, each line as it is logged: after a
+    // crash or a kill -9 the file says what happened up to the end.
     spdlog::default_logger()->sinks().push_back(
         std::make_shared<spdlog::sinks::basic_file_sink_mt>(config.run_dir + "/train.log"));
+    spdlog::default_logger()->flush_on(spdlog::level::info);
   }
   if (config.threads > 0) torch::set_num_threads(config.threads);
   if (device.is_cuda()) at::globalContext().setBenchmarkCuDNN(true);

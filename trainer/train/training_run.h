@@ -10,9 +10,11 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "core/run_lock.h"
 #include "data/loader.h"
 #include "model/checkpoint.h"
 #include "model/model.h"
@@ -63,6 +65,7 @@ struct TrainingRun {
   std::int64_t batches_per_epoch = 0;  // --limit-batches, or the loader's full epoch
   bool terminal = false;               // stdout is a terminal: a redrawn progress bar
   std::string last_path, best_path;
+  std::optional<RunLock> run_lock;  // rank 0's: one live run per run directory
 
   // Where training stands: from the resumed checkpoint, then after each epoch.
   int start_epoch = 0;

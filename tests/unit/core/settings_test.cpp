@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "core/errors.h"
+#include "core/setting_rules.h"
 #include "support/files.h"
 #include "support/matchers.h"
 #include "support/temp_dir.h"
@@ -209,9 +210,9 @@ TEST_F(Settings, IntegerReadsCheckRangeAndNameTheSource) {
   EXPECT_EQ(layers.integer("threads", 1, 1024, true), std::nullopt);  // auto: derive it
   EXPECT_EQ(layers.integer("epochs", 1, 1000, false), std::nullopt);  // not given
   expect_user_error([&] { layers.integer("workers", 0, 64, true); }, exit_code::kUsage,
-                    {"DL_WORKERS: expected a whole number >= 0 or 'auto', got 'abc'"});
+                    {"DL_WORKERS: expected a whole number from 0 to 64 or 'auto', got 'abc'"});
   expect_user_error([&] { layers.integer("batch-size", 1, 1 << 20, false); }, exit_code::kUsage,
-                    {"--batch-size: expected a whole number >= 1, got '0'"});
+                    {"--batch-size: expected a whole number from 1 to 1048576, got '0'"});
   expect_user_error([&] { layers.integer("threads", 1, 1024, false); }, exit_code::kUsage,
                     {"--threads", "got 'auto'"});
 }
@@ -264,6 +265,53 @@ TEST_F(Settings, FlagsAcceptTheUsualSpellings) {
 TEST_F(Settings, BadValueNamesSourceExpectationAndValue) {
   expect_user_error([] { settings::bad_value("DL_SEED", "x", "a whole number"); },
                     exit_code::kUsage, {"DL_SEED: expected a whole number, got 'x'"});
+}
+
+}  // namespace
+}  // namespace dl::test
+
+namespace dl::test {
+namespace {
+
+// The rule table (core/setting_rules.h) covers the whole registry: a setting added without a rule
+// would go unchecked by dl-launch.
+TEST(SettingRules, EverySettingHasARule) {
+  for (const auto& option : settings::all().options()) {
+    EXPECT_NO_THROW(settings::rule(option->long_name())) << option->long_name();
+  }
+}
+
+TEST_F(Settings, ALimitThatCanBeHitIsNamed) {
+  set_env("DL_BATCH_SIZE", "50000000");
+  Layers layers;
+  layers.add_environment();
+  expect_user_error([&] { layers.integer("batch-size"); }, exit_code::kUsage,
+                    {"DL_BATCH_SIZE: expected a whole number from 1 to 16777216 or 'auto', "
+                     "got '50000000'"});
+}
+
+TEST_F(Settings, CheckFindsTheFirstBadTrainingSettingFromAnySource) {
+  Layers layers;
+  layers.add_command_line({"--epochs", "abc"}, settings::all());
+  expect_user_error([&] { settings::check(layers, settings::train()); }, exit_code::kUsage,
+                    {"--epochs: expected a whole number from 1 to 100000, got 'abc'"});
+
+  Layers from_file;
+  from_file.add_config_file(conf("model = nosuch\n"), true);
+  expect_user_error([&] { settings::check(from_file, settings::train()); }, exit_code::kUsage,
+                    {"model: expected cnn, resnet18, resnet34, resnet50 or a TorchScript file "
+                     "(.pt), got 'nosuch'"});
+
+  set_env("DL_LR", "-1");
+  Layers from_env;
+  from_env.add_environment();
+  expect_user_error([&] { settings::check(from_env, settings::train()); }, exit_code::kUsage,
+                    {"DL_LR: expected a number between 0 and"});
+
+  Layers good;
+  good.add_command_line({"--epochs", "3", "--model", "scripted.pt", "--device", "cuda:1"},
+                        settings::all());
+  EXPECT_NO_THROW(settings::check(good, settings::all()));
 }
 
 }  // namespace

@@ -2,6 +2,8 @@
 // stores in a real directory (other keys kept, newest last, bounded), and that a damaged file is
 // an empty cache rather than a failed launch.
 #include "launcher/batch_cache.h"
+
+#include "core/dir_fd.h"
 #include "support/temp_dir.h"
 
 #include <gtest/gtest.h>
@@ -142,7 +144,7 @@ TEST_F(BatchCacheFiles, StoreThenLookUp) {
   const std::string path = batch_cache_path(ws_);
   const std::string key = cnn_key().text();
   EXPECT_FALSE(lookup_batch_cache(path, key)) << "no file yet";
-  store_batch_cache(path, key, record(312));
+  store_batch_cache(DirFd::open(ws_), key, record(312));
   ASSERT_TRUE(fs::exists(path));
   EXPECT_EQ(fs::directory_iterator(ws_ + "/.dl")->path().filename(), "batch-cache.json")
       << "no temporary file left behind";
@@ -161,9 +163,9 @@ TEST_F(BatchCacheFiles, StoreThenLookUp) {
 
 TEST_F(BatchCacheFiles, StoreKeepsOtherKeysAndReplacesItsOwn) {
   const std::string path = batch_cache_path(ws_);
-  store_batch_cache(path, "a", record(100));
-  store_batch_cache(path, "b", record(200));
-  store_batch_cache(path, "a", record(104));
+  store_batch_cache(DirFd::open(ws_), "a", record(100));
+  store_batch_cache(DirFd::open(ws_), "b", record(200));
+  store_batch_cache(DirFd::open(ws_), "a", record(104));
   const auto entries = parse_batch_cache(read(path));
   ASSERT_EQ(entries.size(), 2u);
   EXPECT_EQ(entries[0].first, "b");
@@ -174,7 +176,7 @@ TEST_F(BatchCacheFiles, StoreKeepsOtherKeysAndReplacesItsOwn) {
 TEST_F(BatchCacheFiles, StoreKeepsTheNewestEntriesOnly) {
   const std::string path = batch_cache_path(ws_);
   for (std::size_t i = 0; i < kMaxCacheEntries + 5; ++i) {
-    store_batch_cache(path, "key " + std::to_string(i), record(8));
+    store_batch_cache(DirFd::open(ws_), "key " + std::to_string(i), record(8));
   }
   const auto entries = parse_batch_cache(read(path));
   ASSERT_EQ(entries.size(), kMaxCacheEntries);
@@ -187,7 +189,7 @@ TEST_F(BatchCacheFiles, DamagedFileIsReplacedOnTheNextStore) {
   fs::create_directories(ws_ + "/.dl");
   std::ofstream(path) << "{ half a file";
   EXPECT_FALSE(lookup_batch_cache(path, "a"));
-  store_batch_cache(path, "a", record(40));
+  store_batch_cache(DirFd::open(ws_), "a", record(40));
   ASSERT_TRUE(lookup_batch_cache(path, "a"));
   EXPECT_EQ(lookup_batch_cache(path, "a")->result.batch, 40);
 }

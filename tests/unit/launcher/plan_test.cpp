@@ -313,3 +313,45 @@ TEST(PlanRanks, LearningRateRules) {
 
 }  // namespace
 }  // namespace dl::test
+
+namespace dl::test {
+namespace {
+
+// A batch whose samples alone cannot fit the RAM is refused from the plan, with the numbers,
+// instead of the OOM killer ending the run mid-epoch.
+TEST(PlanMemory, BatchesInFlightBeyondTheRamAreRefused) {
+  Facts f = cpu_machine(4);
+  f.memory.usable = 8ull << 30;
+  Request r;
+  r.batch_size = {1 << 20, "--batch-size"};
+  r.workers = Sourced<int>{2, "--workers"};
+  r.sample_bytes = {3 * 32 * 32 * 4, "CIFAR-10"};  // 12 KiB: 12 GiB a batch
+  try {
+    make_plan(f, r);
+    FAIL() << "planned a batch that cannot fit";
+  } catch (const UserError& e) {
+    EXPECT_EQ(e.code(), exit_code::kUnavailable);
+    const std::string m = e.what();
+    EXPECT_TRUE(contains(m, "batch 1048576 with 2 worker(s) needs 6 batches in flight")) << m;
+    EXPECT_TRUE(contains(m, "more than the usable RAM (8.0 GiB)")) << m;
+    EXPECT_TRUE(contains(m, "lower --batch-size or --workers")) << m;
+  }
+}
+
+TEST(PlanMemory, FittingBatchesAndAssumedSizesAreNotRefused) {
+  Facts f = cpu_machine(4);
+  f.memory.usable = 8ull << 30;
+  Request r;
+  r.batch_size = {256, "--batch-size"};
+  r.sample_bytes = {3 * 32 * 32 * 4, "CIFAR-10"};
+  EXPECT_NO_THROW(make_plan(f, r));
+  // Without a known sample size the same huge batch is a warning: the size is only assumed.
+  Request assumed;
+  assumed.batch_size = {1 << 20, "--batch-size"};
+  const Plan p = make_plan(f, assumed);
+  ASSERT_FALSE(p.warnings.empty());
+  EXPECT_TRUE(contains(p.warnings.back(), "training may be killed for memory"));
+}
+
+}  // namespace
+}  // namespace dl::test

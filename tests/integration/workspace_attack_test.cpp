@@ -1,0 +1,173 @@
+// A workspace's owner attacking the root launcher. In the image dl-launch runs as root on a
+// directory another user mounted; that user (uid 65534 here) plants links, FIFOs and hard links
+// where dl-launch writes, pointing at a root-owned directory. Whatever they plant, nothing is
+// created or changed outside the workspace: dl-launch writes with the owner's credentials
+// (core/act_as.h) relative to held directories (core/dir_fd.h), and a link where one of its
+// directories belongs is refused with one line naming it (exit 73). Needs root; skips otherwise.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <string>
+#include <vector>
+
+#include "support/files.h"
+#include "support/matchers.h"
+#include "support/process.h"
+#include "support/temp_dir.h"
+
+namespace dl::test {
+namespace {
+
+const std::string kLaunch = DL_LAUNCH_BIN;
+const std::string kChild = DL_TEST_CHILD;
+const std::string kFakeNvml = DL_FAKE_NVML;
+constexpr uid_t kNobody = 65534;
+
+uid_t owner_of(const std::string& path) {
+  struct stat st {};
+  return lstat(path.c_str(), &st) == 0 ? st.st_uid : static_cast<uid_t>(-1);
+}
+
+class WorkspaceAttack : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (geteuid() != 0) GTEST_SKIP() << "needs root (the container's launcher)";
+    // The layout of the image: a root-owned directory, and the user's workspace beside it.
+    ASSERT_EQ(chmod(tmp_.path().c_str(), 0755), 0);
+    ASSERT_EQ(mkdir(ws_.c_str(), 0755), 0);
+    ASSERT_EQ(chown(ws_.c_str(), kNobody, kNobody), 0);
+    ASSERT_EQ(mkdir(target_.c_str(), 0755), 0);
+    write_file(target_ + "/precious", "root's");
+  }
+
+  // What the workspace's owner plants: made here, then given to them, as if they had made it.
+  void plant_link(const std::string& at, const std::string& to) const {
+    ASSERT_EQ(symlink(to.c_str(), at.c_str()), 0) << at;
+    ASSERT_EQ(lchown(at.c_str(), kNobody, kNobody), 0);
+  }
+  void plant_dir(const std::string& at) const {
+    ASSERT_EQ(mkdir(at.c_str(), 0755), 0) << at;
+    ASSERT_EQ(chown(at.c_str(), kNobody, kNobody), 0);
+  }
+
+  Result launch(const std::vector<std::string>& extra) const {
+    std::vector<std::string> argv = {kLaunch, "--nvml-library", kFakeNvml, "--workspace",
+                                     ws_,     "--workers",      "1"};
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    argv.insert(argv.end(), {"--", kChild, "exit", "0"});
+    return run(argv);
+  }
+
+  // The root-owned directory holds exactly what it held: nothing made or changed through a link.
+  void expect_target_untouched() const {
+    EXPECT_EQ(list_dir(target_), std::vector<std::string>{"precious"});
+    EXPECT_EQ(read_file(target_ + "/precious"), "root's");
+    EXPECT_EQ(owner_of(target_ + "/precious"), 0u);
+  }
+
+  TempDir tmp_;
+  const std::string ws_ = tmp_.path() + "/ws";
+  const std::string target_ = tmp_.path() + "/root-owned";
+};
+
+TEST_F(WorkspaceAttack, RunsLinkedToARootDirectoryIsRefused) {
+  plant_link(ws_ + "/runs", target_);
+  const Result r = launch({"--name", "r1"});
+  EXPECT_EQ(r.code, 73) << r.err;
+  EXPECT_TRUE(contains(r.err, ws_ + "/runs is a symbolic link; expected a directory")) << r.err;
+  expect_target_untouched();
+}
+
+TEST_F(WorkspaceAttack, DotDlLinkedToARootDirectoryIsRefused) {
+  // nobody's passwd home is not theirs, so dl-launch makes them one in .dl/home.
+  plant_link(ws_ + "/.dl", target_);
+  const Result r = launch({"--name", "r1"});
+  EXPECT_EQ(r.code, 73) << r.err;
+  EXPECT_TRUE(contains(r.err, ws_ + "/.dl is a symbolic link; expected a directory")) << r.err;
+  expect_target_untouched();
+}
+
+TEST_F(WorkspaceAttack, RunDirectoryLinkedToARootDirectoryIsRefused) {
+  plant_dir(ws_ + "/runs");
+  plant_link(ws_ + "/runs/r1", target_);
+  const Result r = launch({"--name", "r1"});
+  EXPECT_EQ(r.code, 73) << r.err;
+  EXPECT_TRUE(contains(r.err, ws_ + "/runs/r1 is a symbolic link; expected a directory")) << r.err;
+  expect_target_untouched();
+}
+
+TEST_F(WorkspaceAttack, HomeLinkedToARootDirectoryIsRefused) {
+  plant_dir(ws_ + "/.dl");
+  plant_link(ws_ + "/.dl/home", target_);
+  const Result r = launch({"--name", "r1"});
+  EXPECT_EQ(r.code, 73) << r.err;
+  EXPECT_TRUE(contains(r.err, ws_ + "/.dl/home is a symbolic link")) << r.err;
+  expect_target_untouched();
+}
+
+TEST_F(WorkspaceAttack, PlanJsonLinkedToARootFileIsReplacedNotWrittenThrough) {
+  plant_dir(ws_ + "/runs");
+  plant_dir(ws_ + "/runs/r1");
+  plant_link(ws_ + "/runs/r1/plan.json", target_ + "/precious");
+  const Result r = launch({"--name", "r1"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  expect_target_untouched();
+  EXPECT_EQ(owner_of(ws_ + "/runs/r1/plan.json"), kNobody);
+  EXPECT_TRUE(contains(read_file(ws_ + "/runs/r1/plan.json"), "\"run_name\": \"r1\""));
+}
+
+TEST_F(WorkspaceAttack, PlanJsonAsAFifoIsReplacedWithoutHanging) {
+  plant_dir(ws_ + "/runs");
+  plant_dir(ws_ + "/runs/r1");
+  ASSERT_EQ(mkfifo((ws_ + "/runs/r1/plan.json").c_str(), 0644), 0);
+  ASSERT_EQ(chown((ws_ + "/runs/r1/plan.json").c_str(), kNobody, kNobody), 0);
+  const Result r = launch({"--name", "r1"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  struct stat st {};
+  ASSERT_EQ(lstat((ws_ + "/runs/r1/plan.json").c_str(), &st), 0);
+  EXPECT_TRUE(S_ISREG(st.st_mode));
+}
+
+TEST_F(WorkspaceAttack, RunLockLinkedOrAFifoIsRefused) {
+  plant_dir(ws_ + "/runs");
+  plant_dir(ws_ + "/runs/r1");
+  plant_link(ws_ + "/runs/r1/run.lock", target_ + "/precious");
+  Result r = launch({"--name", "r1"});
+  EXPECT_EQ(r.code, 73) << r.err;
+  EXPECT_TRUE(contains(r.err, "run.lock")) << r.err;
+  expect_target_untouched();
+
+  ASSERT_EQ(unlink((ws_ + "/runs/r1/run.lock").c_str()), 0);
+  ASSERT_EQ(mkfifo((ws_ + "/runs/r1/run.lock").c_str(), 0644), 0);
+  ASSERT_EQ(chown((ws_ + "/runs/r1/run.lock").c_str(), kNobody, kNobody), 0);
+  r = launch({"--name", "r1"});
+  EXPECT_EQ(r.code, 73) << r.err;
+  EXPECT_TRUE(contains(r.err, "run.lock is not a plain file")) << r.err;
+}
+
+TEST_F(WorkspaceAttack, HardLinkToARootFileIsNotOpenedWithRootsRights) {
+  // A hard link named run.lock to root's file: opening it for writing is the owner's right only.
+  plant_dir(ws_ + "/runs");
+  plant_dir(ws_ + "/runs/r1");
+  ASSERT_EQ(link((target_ + "/precious").c_str(), (ws_ + "/runs/r1/run.lock").c_str()), 0);
+  const Result r = launch({"--name", "r1"});
+  EXPECT_EQ(r.code, 73) << r.err;
+  EXPECT_TRUE(contains(r.err, "cannot open " + ws_ + "/runs/r1/run.lock (Permission denied)"))
+      << r.err;
+  expect_target_untouched();
+}
+
+TEST_F(WorkspaceAttack, WhatTheOwnerCannotWriteRootDoesNotWriteForThem) {
+  // A root-owned runs/ inside the workspace: the owner cannot create in it, so neither does the
+  // launcher acting for them (before, root would have, and chowned the result).
+  ASSERT_EQ(mkdir((ws_ + "/runs").c_str(), 0755), 0);
+  const Result r = launch({"--name", "r1"});
+  EXPECT_EQ(r.code, 73) << r.err;
+  EXPECT_TRUE(contains(r.err, "cannot create " + ws_ + "/runs/r1 (Permission denied)")) << r.err;
+  EXPECT_TRUE(list_dir(ws_ + "/runs").empty());
+}
+
+}  // namespace
+}  // namespace dl::test
