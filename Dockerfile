@@ -49,7 +49,7 @@ COPY env/ /src/env/
 # stage installs with apt. (Debian 12's own CMake, 3.25, does for the offline build.)
 RUN apt-get update \
  && apt-get install -y -q --no-install-recommends curl ca-certificates unzip \
- && /src/env/install-native.sh --no-torch --no-test-data --no-image-tools \
+ && /src/env/install-native.sh --no-torch --no-test-data --no-image-tools --no-deploy-tools \
  && LIBTORCH_SHA256="${LIBTORCH_SHA256}" /src/env/install-libtorch.sh "${LIBTORCH_SOURCE}" /opt/libtorch \
  && /src/env/install-conda.sh "${CONDA}" tools \
  && rm -rf /var/lib/apt/lists/*

@@ -93,7 +93,8 @@ case "$kind" in
     if "$validator" "$work/broken.yml" >/dev/null 2>&1; then
       fail "action-validator accepts a workflow with 'step:' for 'steps:': the check is blind"
     fi
-    echo "validate.sh workflows: $("$validator" --version 2>/dev/null | head -n 1) accepts ${#workflows[@]} workflows (and rejects a broken one)"
+    version=$(npm ls -g --depth=0 @action-validator/cli 2>/dev/null | grep -o 'cli@[0-9.]*' || echo "action-validator")
+    echo "validate.sh workflows: @action-validator/$version accepts ${#workflows[@]} workflows (and rejects a broken one)"
     ;;
   *)
     echo "validate.sh: unknown kind '$kind' (expected cloud-init, units, scripts, packer or workflows)" >&2
