@@ -65,12 +65,12 @@ packages=($NATIVE_BUILD_PACKAGES $NATIVE_LIB_PACKAGES)
 # The workflow validator from the npm registry, at the pinned version (its cli needs the core
 # package of the same version). Idempotent: reinstalled only when another version is there.
 install_action_validator() {
-  local manifest installed
-  manifest="$(npm root -g)/@action-validator/cli/package.json"
-  installed=$(sed -n 's/^ *"version": *"\([^"]*\)".*/\1/p' "$manifest" 2>/dev/null || true)
-  if [ "$installed" = "$ACTION_VALIDATOR_VERSION" ] && command -v action-validator >/dev/null 2>&1; then
-    return 0
+  local bin installed=''
+  # The command is a link to the package's cli.mjs, beside its package.json (npm is slow to ask).
+  if bin=$(command -v action-validator 2>/dev/null); then
+    installed=$(sed -n 's/^ *"version": *"\([^"]*\)".*/\1/p' "$(dirname "$(readlink -f "$bin")")/package.json" 2>/dev/null || true)
   fi
+  [ "$installed" = "$ACTION_VALIDATOR_VERSION" ] && return 0
   echo "install-native.sh: installing @action-validator/cli@$ACTION_VALIDATOR_VERSION from npm"
   "${sudo[@]}" npm install -g --no-fund --no-audit --loglevel=error \
     "@action-validator/cli@$ACTION_VALIDATOR_VERSION" "@action-validator/core@$ACTION_VALIDATOR_VERSION"
