@@ -27,7 +27,8 @@ fail() {
 exact='^[0-9]+(\.[0-9]+)+([+._-][0-9A-Za-z]+)*$'
 # Packages whose releases have two parts (pytorch-cuda 11.6, 11.7): "=11.6" is one release there.
 two_part='^(pytorch-cuda|CUDATOOLKIT_VERSION|CUDA_CHROOT_SUITE)$'
-pinned_value() { sed -n "s/^$1=\"\{0,1\}\([^\"]*\)\"\{0,1\}\$/\1/p" "$versions"; }
+# versions.env's values by name, read once (no process per lookup: the check stays fast).
+declare -A pin=()
 
 check_version() { # WHERE NAME VALUE
   local where=$1 name=$2 value=$3 parts
@@ -36,8 +37,8 @@ check_version() { # WHERE NAME VALUE
   elif ! [[ "$value" =~ $exact ]]; then
     fail "$where: $name=$value is not one exact version (expected e.g. 1.23.5, no range or wildcard)"
   else
-    parts=$(tr -cd . <<<"$value" | wc -c)
-    if [ "$parts" -lt 2 ] && ! [[ "$name" =~ $two_part ]]; then
+    parts=${value//[^.]/}
+    if [ "${#parts}" -lt 2 ] && ! [[ "$name" =~ $two_part ]]; then
       fail "$where: $name=$value names a release series, not a release (expected three parts, e.g. $value.0)"
     fi
   fi
@@ -50,6 +51,7 @@ while IFS= read -r line || [ -n "$line" ]; do
   [[ "$line" =~ ^([A-Z0-9_]+)=\"?([^\"]*)\"?$ ]] || continue
   name=${BASH_REMATCH[1]}
   value=${BASH_REMATCH[2]}
+  pin[$name]=$value
   case "$name" in
     *_VERSION) check_version "env/versions.env:$lineno" "$name" "$value" ;;
     *_IMAGE)
@@ -87,9 +89,9 @@ for yml in "$root"/env/*.yml; do
     check_version "$rel:$lineno" "$package" "$version"
     case "$package" in
       pytorch-cuda) var=CUDATOOLKIT_VERSION ;;
-      *) var=$(tr 'a-z.-' 'A-Z__' <<<"$package")_VERSION ;;
+      *) var=${package^^} && var=${var//[-.]/_}_VERSION ;;
     esac
-    want=$(pinned_value "$var")
+    want=${pin[$var]:-}
     if [ -z "$want" ]; then
       fail "$rel:$lineno: $package=$version, but env/versions.env has no $var (every pin lives there)"
     elif [ "$want" != "$version" ]; then
