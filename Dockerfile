@@ -15,7 +15,7 @@ ARG BASE_IMAGE=nvidia/cuda:11.6.2-cudnn8-devel-ubuntu20.04
 ARG RUNTIME_BASE_IMAGE=nvidia/cuda:11.6.2-cudnn8-runtime-ubuntu20.04
 ARG CUDA_VERSION=11.6.2
 ARG CUDNN_MAJOR=8
-ARG PYTHON_VERSION=3.10
+ARG PYTHON_VERSION=3.10.9
 ARG PYTORCH_VERSION=1.13.0
 ARG TORCHVISION_VERSION=0.14.0
 ARG TORCHAUDIO_VERSION=0.13.0
@@ -49,7 +49,7 @@ COPY env/ /src/env/
 # stage installs with apt. (Debian 12's own CMake, 3.25, does for the offline build.)
 RUN apt-get update \
  && apt-get install -y -q --no-install-recommends curl ca-certificates unzip \
- && /src/env/install-native.sh --no-torch --no-test-data --no-image-tools \
+ && /src/env/install-native.sh --no-torch --no-test-data --no-image-tools --no-deploy-tools \
  && LIBTORCH_SHA256="${LIBTORCH_SHA256}" /src/env/install-libtorch.sh "${LIBTORCH_SOURCE}" /opt/libtorch \
  && /src/env/install-conda.sh "${CONDA}" tools \
  && rm -rf /var/lib/apt/lists/*

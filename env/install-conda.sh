@@ -3,8 +3,9 @@
 #
 #   env/install-conda.sh micromamba|debian|none dl|tools
 #
-#   micromamba dl     micromamba ($MICROMAMBA_VERSION) in /opt/conda/bin, the env `dl` from
-#                     env/environment.yml, the system libraries opencv-python needs, and the
+#   micromamba dl     micromamba ($MICROMAMBA_VERSION) in /opt/conda/bin, the env `dl` from the
+#                     lock env/lock/ when one is committed (env/lock.sh: exact URLs and checksums),
+#                     else from env/environment.yml; the system libraries opencv-python needs, the
 #                     shell hook that makes `conda activate dl` work (env/conda-shell.sh)
 #   micromamba tools  the env `build-tools` from env/build-tools.yml (CMake, Ninja), linked into
 #                     /usr/local/bin
@@ -69,7 +70,13 @@ case "$kind/$what" in
     # libgl1 and libglib2.0-0: opencv-python's wheel links libGL.so.1 and libgthread-2.0.so.0.
     apt_install libgl1 libglib2.0-0
     install_micromamba
-    "$micromamba" create -y -q -f "$here/environment.yml"
+    if [ -f "$here/lock/conda-linux-64.lock" ] && [ -f "$here/lock/pip.lock" ]; then
+      # The lock: every package by URL and md5, the wheel by sha256; nothing is resolved again.
+      "$micromamba" create -y -q -n dl -f "$here/lock/conda-linux-64.lock"
+      "$MAMBA_ROOT_PREFIX/envs/dl/bin/pip" install -q --no-deps --require-hashes -r "$here/lock/pip.lock"
+    else
+      "$micromamba" create -y -q -f "$here/environment.yml"
+    fi
     # The package caches are not needed once the env exists (several GB with CUDA's libraries).
     "$micromamba" clean -a -f -y -q
     install_shell_hook

@@ -5,7 +5,7 @@
 #
 #   url     the pinned zip from $LIBTORCH_URL (env/versions.env: 1.13.0, CUDA 11.6, cxx11 ABI),
 #           unpacked into DIR (default /opt/libtorch); its sha256 is checked whenever
-#           $LIBTORCH_SHA256 is set (environment first, then versions.env)
+#           $LIBTORCH_SHA256 is set (environment first, then versions.env, then env/lock/image.lock)
 #   debian  the distribution's libtorch-dev (1.13.1, CPU only) through env/install-native.sh;
 #           DIR/lib is created empty, so that the image's runtime stage can copy it either way
 #
@@ -18,6 +18,10 @@ sha256_override=${LIBTORCH_SHA256:-}
 # shellcheck source=versions.env
 source "$here/versions.env"
 LIBTORCH_SHA256=${sha256_override:-$LIBTORCH_SHA256}
+# Else the committed lock's (env/lock.sh records it there).
+if [ -z "$LIBTORCH_SHA256" ] && [ -f "$here/lock/image.lock" ]; then
+  LIBTORCH_SHA256=$(sed -n 's/^LIBTORCH_SHA256=//p' "$here/lock/image.lock")
+fi
 
 kind=${1:-}
 dest=${2:-/opt/libtorch}
@@ -45,7 +49,7 @@ case "$kind" in
     mv "$work/libtorch" "$dest"
     ;;
   debian)
-    "$here/install-native.sh" --no-test-data --no-image-tools
+    "$here/install-native.sh" --no-test-data --no-image-tools --no-deploy-tools
     mkdir -p "$dest/lib"
     ;;
   *)

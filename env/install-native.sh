@@ -2,10 +2,12 @@
 # Installs what the native build, the demo and the tests need on Debian 12 or Ubuntu
 # 20.04/22.04/24.04, from the distribution's archive. Idempotent: installs only what is missing and
 # touches the package lists only when something is. Used by the README's commands, CI and the
-# Dockerfile's build stage (which passes --no-torch --no-test-data --no-image-tools: it brings its
-# own LibTorch and data, and builds no images).
+# Dockerfile's build stage (which passes --no-torch --no-test-data --no-image-tools
+# --no-deploy-tools: it brings its own LibTorch and data, and builds and deploys no images).
+# The deploy tools are the validators of tests/deploy, and the GitHub Actions workflow validator
+# (@action-validator/cli, $ACTION_VALIDATOR_VERSION) from the npm registry with node's npm.
 #
-#   env/install-native.sh [--no-torch] [--no-test-data] [--no-image-tools]
+#   env/install-native.sh [--no-torch] [--no-test-data] [--no-image-tools] [--no-deploy-tools]
 #
 # The build (CMakePresets.json, env/build.sh) needs CMake 3.21 or newer: Debian 12 (3.25), Ubuntu
 # 22.04 (3.22) and 24.04 have it. On Ubuntu 20.04 (3.16) env/build.sh stops with a one-line error
@@ -20,12 +22,14 @@ source "$here/versions.env"
 want_torch=1
 want_test=1
 want_image_tools=1
+want_deploy_tools=1
 for arg in "$@"; do
   case "$arg" in
     --no-torch) want_torch=0 ;;
     --no-test-data) want_test=0 ;;
     --no-image-tools) want_image_tools=0 ;;
-    *) echo "install-native.sh: unknown argument '$arg' (expected --no-torch, --no-test-data or --no-image-tools)" >&2; exit 64 ;;
+    --no-deploy-tools) want_deploy_tools=0 ;;
+    *) echo "install-native.sh: unknown argument '$arg' (expected --no-torch, --no-test-data, --no-image-tools or --no-deploy-tools)" >&2; exit 64 ;;
   esac
 done
 
@@ -51,6 +55,26 @@ packages=($NATIVE_BUILD_PACKAGES $NATIVE_LIB_PACKAGES)
 [ "$want_test" -eq 1 ] && packages+=($NATIVE_TEST_PACKAGES)
 # shellcheck disable=SC2206
 [ "$want_image_tools" -eq 1 ] && packages+=($NATIVE_IMAGE_TEST_PACKAGES)
+# shellcheck disable=SC2206
+[ "$want_deploy_tools" -eq 1 ] && packages+=($NATIVE_DEPLOY_TEST_PACKAGES)
+# A node that carries npm (NodeSource's) conflicts with Debian's npm package: only where npm is
+# missing do node and npm come from the archive.
+# shellcheck disable=SC2206
+[ "$want_deploy_tools" -eq 1 ] && ! command -v npm >/dev/null 2>&1 && packages+=($NATIVE_NODE_PACKAGES)
+
+# The workflow validator from the npm registry, at the pinned version (its cli needs the core
+# package of the same version). Idempotent: reinstalled only when another version is there.
+install_action_validator() {
+  local bin installed=''
+  # The command is a link to the package's cli.mjs, beside its package.json (npm is slow to ask).
+  if bin=$(command -v action-validator 2>/dev/null); then
+    installed=$(sed -n 's/^ *"version": *"\([^"]*\)".*/\1/p' "$(dirname "$(readlink -f "$bin")")/package.json" 2>/dev/null || true)
+  fi
+  [ "$installed" = "$ACTION_VALIDATOR_VERSION" ] && return 0
+  echo "install-native.sh: installing @action-validator/cli@$ACTION_VALIDATOR_VERSION from npm"
+  "${sudo[@]}" npm install -g --no-fund --no-audit --loglevel=error \
+    "@action-validator/cli@$ACTION_VALIDATOR_VERSION" "@action-validator/core@$ACTION_VALIDATOR_VERSION"
+}
 
 missing=()
 for p in "${packages[@]}"; do
@@ -60,6 +84,7 @@ done
 
 if [ "${#missing[@]}" -eq 0 ]; then
   echo "install-native.sh: all ${#packages[@]} packages present"
+  [ "$want_deploy_tools" -eq 0 ] || install_action_validator
   exit 0
 fi
 
@@ -82,4 +107,11 @@ for p in "${missing[@]}"; do
 done
 if [ "${#available[@]}" -gt 0 ]; then
   "${sudo[@]}" apt-get install -y -q --no-install-recommends "${available[@]}"
+fi
+if [ "$want_deploy_tools" -eq 1 ]; then
+  if command -v npm >/dev/null 2>&1; then
+    install_action_validator
+  else
+    echo "install-native.sh: npm is not available: the workflow check (tests/deploy) is skipped" >&2
+  fi
 fi
