@@ -530,7 +530,8 @@ TEST(TrainerConcurrency, ASecondRunWithTheSameNameIsRefusedNamingTheFirst) {
   ASSERT_TRUE(wait_for_output(first, " batch 20/", kRunTimeout)) << first.out();
   const Result second = train(ws.path(), {"--data", data, "--epochs", "1", "--name", "same"});
   EXPECT_EQ(second.code, 74) << show(second);
-  EXPECT_TRUE(contains(second.err, "runs/same is in use by PID " + std::to_string(first.pid())))
+  EXPECT_TRUE(contains(second.out + second.err,
+                       "runs/same is in use by PID " + std::to_string(first.pid())))
       << show(second);
   // The lock dies with its holder, kill -9 included: the name is free again at once.
   first.send_signal(SIGKILL);
