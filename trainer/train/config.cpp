@@ -105,6 +105,10 @@ ParsedArgs parse_train_args(int argc, const char* const argv[]) {
   if (auto v = s.integer("log-every", 1, 1 << 30, false)) c.log_every = static_cast<int>(*v);
   if (auto v = s.real("monitor-every", 0.0, 86400.0)) c.monitor_every = *v;
   if (auto v = s.real("max-bad-fraction", 0.0, 1.0)) c.max_bad_fraction = *v;
+  // Up to 2^40: beyond any image a machine could decode, and 8 bytes a pixel of it stays in range.
+  if (auto v = s.integer("max-image-pixels", 1, std::int64_t{1} << 40, false)) {
+    c.max_image_pixels = *v;
+  }
   if (auto v = s.integer("limit-batches", 0, std::numeric_limits<long long>::max(), false)) {
     c.limit_batches = *v;
   }
