@@ -66,6 +66,7 @@ po::options_description make_train() {
     ("log-every", po::value<std::string>(), "batches between log lines (default 100)")
     ("monitor-every", po::value<std::string>(), "seconds between resource reports, 0 for none (default 30)")
     ("max-bad-fraction", po::value<std::string>(), "undecodable samples tolerated before failing (default 0.01)")
+    ("max-image-pixels", po::value<std::string>(), "image files whose header claims more pixels are skipped as bad samples, unread (default 178956970, PIL's limit)")
     ("loss-scale", po::value<std::string>(), "fp16 GradScaler initial scale (default 65536)")
     ("loss-scale-growth", po::value<std::string>(), "GradScaler growth factor (default 2.0)")
     ("loss-scale-backoff", po::value<std::string>(), "GradScaler backoff factor (default 0.5)")

@@ -435,6 +435,52 @@ TEST_F(TrainerBadImages, AboveTheToleranceExits65NamingTheData) {
   EXPECT_FALSE(file_exists(ws / "runs/strict/last.pt"));
 }
 
+// A decompression bomb (a 32x32 BMP whose header claims 60000x60000: it would take 10 GiB) and a
+// link loop (bars/loop -> .., the training root) next to the broken file: the bomb is refused from
+// its header and reported by reason with the broken file, the loop is named once and not followed
+// (the 25 files stay 25 samples: the bomb takes an image's place, so every sample is in one of the
+// 5 batches), and the run ends well within the test's timeout.
+TEST_F(TrainerBadImages, BombAndLinkLoopAreSkippedAndNamed) {
+  fs::remove(ws / "images/train/stripes/11.bmp");
+  const std::string bomb = ws / "images/train/stripes/bomb.bmp";
+  write_bmp(bomb, 32, 32, [](int, int) { return 0x808080u; });
+  std::string bytes = read_file(bomb);
+  for (std::size_t at : {18u, 22u}) bytes.replace(at, 4, std::string("\x60\xea\0\0", 4));
+  write_file(bomb, bytes);
+  fs::create_directory_symlink("..", ws / "images/train/bars/loop");
+  const Result r = train_images("0.2", "hostile");
+  ASSERT_EQ(r.code, 0) << show(r);
+  const std::vector<std::string> warnings = log_lines(r.out, "warning");
+  EXPECT_EQ(std::count_if(warnings.begin(), warnings.end(),
+                          [](const std::string& l) { return contains(l, "bars/loop"); }),
+            1)
+      << show(r);
+  EXPECT_TRUE(std::any_of(warnings.begin(), warnings.end(), [&](const std::string& l) {
+    return contains(l, "2 sample(s) could not be decoded and were skipped this epoch (8.00%)") &&
+           contains(l, "1 not an image (" + ws / "images/train/bars/broken.jpg") &&
+           contains(l, "1 too many pixels (" + bomb + ": 60000x60000 pixels");
+  })) << show(r);
+  EXPECT_TRUE(contains(read_file(ws / "runs/hostile/train.log"),
+                       "2 undecodable sample(s) were skipped in all: 1 not an image"));
+}
+
+// The pixel limit is a setting: at 1000 pixels every 32x32 image is refused, and the run stops
+// naming the reason; an unusable value is refused like any other.
+TEST_F(TrainerBadImages, PixelLimitIsASetting) {
+  const Result r =
+      train(ws.path(), {"--data", ws / "images", "--image-size", "32", "--epochs", "1",
+                        "--batch-size", "5", "--max-image-pixels", "1000", "--name", "small"});
+  EXPECT_EQ(r.code, kBadData) << show(r);
+  const std::vector<std::string> errors = log_lines(r.out, "error");
+  ASSERT_EQ(errors.size(), 1u) << show(r);
+  EXPECT_TRUE(contains(errors[0], "25 of 25 samples could not be decoded")) << errors[0];
+  EXPECT_TRUE(contains(errors[0], "1 not an image, 24 too many pixels")) << errors[0];
+  const Result bad =
+      train(ws.path(), {"--data", ws / "images", "--max-image-pixels", "0", "--name", "zero"});
+  EXPECT_EQ(bad.code, kUsage) << show(bad);
+  EXPECT_TRUE(contains(bad.out + bad.err, "max-image-pixels")) << show(bad);
+}
+
 // --- f. stop signal ----------------------------------------------------------------------------
 
 TEST(TrainerStop, SigtermMidEpochSavesTheWeightsAndExits143) {

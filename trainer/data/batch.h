@@ -25,6 +25,8 @@ class Batch {
   // below the batch size (even 0); n + skipped is the batch's share of the epoch.
   std::int64_t n() const { return n_; }
   std::int64_t skipped() const { return skipped_; }
+  // skipped(), by reason.
+  const SkipCounts& skip_counts() const { return skip_counts_; }
   // Position of the batch in its epoch: 0, 1, 2, ...
   std::int64_t index() const { return index_; }
   ImageShape shape() const { return shape_; }
@@ -40,9 +42,11 @@ class Batch {
   }
 
   // Set by whoever fills the batch (the loader).
-  void set_counts(std::int64_t n, std::int64_t skipped, std::int64_t index) {
+  void set_counts(std::int64_t n, const SkipCounts& skipped, std::int64_t index) {
     n_ = n;
-    skipped_ = skipped;
+    skip_counts_ = skipped;
+    skipped_ = 0;
+    for (const std::int64_t k : skipped) skipped_ += k;
     index_ = index;
   }
 
@@ -53,6 +57,7 @@ class Batch {
   std::size_t labels_offset_ = 0;
   std::int64_t n_ = 0;
   std::int64_t skipped_ = 0;
+  SkipCounts skip_counts_{};
   std::int64_t index_ = 0;
 };
 

@@ -55,7 +55,8 @@ long long parse_label(const std::string& text) {
 
 }  // namespace
 
-std::unique_ptr<SampleSource> open_csv_manifest(const std::string& csv_path) {
+std::unique_ptr<SampleSource> open_csv_manifest(const std::string& csv_path,
+                                                const ImageFileOptions& options) {
   namespace fs = std::filesystem;
   std::ifstream in(csv_path);
   if (!in) throw DataError(csv_path + ": cannot open the CSV manifest (no such file?)");
@@ -94,7 +95,7 @@ std::unique_ptr<SampleSource> open_csv_manifest(const std::string& csv_path) {
   if (files.empty()) {
     throw DataError(csv_path + ": no samples (expected lines \"path,label\")");
   }
-  return make_file_list_source(std::move(files), csv_path, "CSV manifest");
+  return make_file_list_source(std::move(files), csv_path, "CSV manifest", options);
 }
 
 }  // namespace dl::data

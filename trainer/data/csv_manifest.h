@@ -4,6 +4,7 @@
 #include <memory>
 #include <string>
 
+#include "data/file_list_source.h"
 #include "data/sample_source.h"
 
 namespace dl::data {
@@ -14,6 +15,7 @@ namespace dl::data {
 // Throws DataError naming file:line for a malformed line, and when the manifest is missing or empty
 // or this build has no OpenCV. Listed files are not checked here: a missing one makes load() return
 // false, and the loader skips it.
-std::unique_ptr<SampleSource> open_csv_manifest(const std::string& csv_path);
+std::unique_ptr<SampleSource> open_csv_manifest(const std::string& csv_path,
+                                                const ImageFileOptions& options = {});
 
 }  // namespace dl::data

@@ -1,6 +1,9 @@
 // Whole-file reads (see file_bytes.h).
 #include "data/file_bytes.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <zlib.h>
 
 #include <algorithm>
@@ -27,8 +30,9 @@ std::string gz_message(gzFile_s* file, const std::string& path, int* code) {
   return message;
 }
 
-struct FileCloser {
-  void operator()(std::FILE* f) const { std::fclose(f); }
+struct FdCloser {
+  int fd;
+  ~FdCloser() { ::close(fd); }
 };
 
 }  // namespace
@@ -70,14 +74,36 @@ std::vector<std::uint8_t> read_data_file(const std::string& path) {
   return bytes;
 }
 
-bool read_file_into(const std::string& path, std::vector<std::uint8_t>& out) {
-  std::unique_ptr<std::FILE, FileCloser> file(std::fopen(path.c_str(), "rb"));
-  if (!file) return false;
-  if (std::fseek(file.get(), 0, SEEK_END) != 0) return false;
-  const long size = std::ftell(file.get());
-  if (size < 0 || std::fseek(file.get(), 0, SEEK_SET) != 0) return false;
-  out.resize(static_cast<std::size_t>(size));
-  return std::fread(out.data(), 1, out.size(), file.get()) == out.size();
+bool read_file_into(const std::string& path, std::vector<std::uint8_t>& out, FileReadError* error,
+                    std::uint64_t max_bytes) {
+  auto fail = [&](const std::string& why, bool too_large = false) {
+    if (error != nullptr) *error = FileReadError{too_large, why};
+    return false;
+  };
+  // O_NONBLOCK: opening a FIFO that replaced an image after the listing must not wait for a
+  // writer; fstat then turns it (or a device) away before any read.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+  if (fd < 0) return fail(std::strerror(errno));
+  const FdCloser closer{fd};
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) return fail(std::strerror(errno));
+  if (!S_ISREG(st.st_mode)) return fail("not a regular file");
+  if (static_cast<std::uint64_t>(st.st_size) > max_bytes) {
+    return fail(
+        std::to_string(st.st_size) + " bytes, above the limit of " + std::to_string(max_bytes),
+        true);
+  }
+  out.resize(static_cast<std::size_t>(st.st_size));
+  std::size_t filled = 0;
+  while (filled < out.size()) {
+    const ssize_t got = ::read(fd, out.data() + filled, out.size() - filled);
+    if (got < 0 && errno == EINTR) continue;
+    if (got < 0) return fail(std::string("read error (") + std::strerror(errno) + ")");
+    if (got == 0) break;  // truncated since fstat: what is there is all there is
+    filled += static_cast<std::size_t>(got);
+  }
+  out.resize(filled);
+  return true;
 }
 
 }  // namespace dl::data

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -16,10 +17,25 @@ struct LabelledFile {
   std::int64_t label = 0;
 };
 
+// PIL's limit (Image.MAX_IMAGE_PIXELS * 2, where it raises DecompressionBombError), so that what
+// torchvision's ImageFolder reads, this one reads too. At 3 bytes a pixel an image this size takes
+// 512 MiB decoded, per worker.
+inline constexpr std::int64_t kDefaultMaxImagePixels = 178956970;
+
+struct ImageFileOptions {
+  // Images whose header claims more pixels are skipped (SkipReason::kTooLarge) before anything is
+  // allocated for them; so are files over 8 bytes a pixel of it (plus 64 MiB of metadata), the
+  // most an uncompressed 16-bit RGBA image takes.
+  std::int64_t max_pixels = kDefaultMaxImagePixels;
+  // Receives one line per thing worth a warning while listing (a folder link not followed).
+  std::function<void(const std::string&)> warn;
+};
+
 // Takes the listing (at least one file) with num_classes = max label + 1. Throws DataError naming
 // `origin` (the folder or manifest the listing came from) when this build has no OpenCV.
 std::unique_ptr<SampleSource> make_file_list_source(std::vector<LabelledFile> files,
                                                     const std::string& origin,
-                                                    const std::string& kind);
+                                                    const std::string& kind,
+                                                    const ImageFileOptions& options = {});
 
 }  // namespace dl::data

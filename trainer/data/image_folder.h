@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "data/file_list_source.h"
 #include "data/sample_source.h"
 
 namespace dl::data {
@@ -15,10 +16,14 @@ const std::vector<std::string>& image_extensions();  // .jpg .jpeg .png .bmp .we
 
 // Class sub-directories sorted by name give labels 0, 1, ... (hidden ones, such as
 // .ipynb_checkpoints, are not classes). Images are found recursively below each class folder,
-// in torchvision's order. Throws DataError when the root is missing, has no class folders, or a
-// class folder has no images (naming that folder), and when this build has no OpenCV.
+// in torchvision's order, following links to folders but entering each folder once (a link loop
+// or a second link to a folder is named through options.warn and not followed). Only regular
+// files (or links to them) with an image extension are samples: a folder named x.jpg is a folder.
+// Throws DataError when the root is missing, has no class folders, or a class folder has no images
+// (naming that folder), and when this build has no OpenCV.
 // Files that fail to decode are found only when loaded: load() returns false for them.
-std::unique_ptr<SampleSource> open_image_folder(const std::string& root);
+std::unique_ptr<SampleSource> open_image_folder(const std::string& root,
+                                                const ImageFileOptions& options = {});
 
 // The class names of an ImageFolder root, in label order (what open_image_folder uses).
 std::vector<std::string> image_folder_classes(const std::string& root);

@@ -22,13 +22,28 @@ bool looks_like_jpeg(const std::uint8_t* data, std::size_t size) {
 #if DL_HAVE_LIBJPEG
 namespace {
 
+// The error manager is what libjpeg hands back to every callback, so the jump target and the scan
+// limit's verdict live with it.
 struct ErrorManager {
   jpeg_error_mgr base;
+  jpeg_progress_mgr progress;
+  bool too_many_scans;
   std::jmp_buf jump;
 };
 
 [[noreturn]] void on_error(j_common_ptr cinfo) {
   std::longjmp(reinterpret_cast<ErrorManager*>(cinfo->err)->jump, 1);
+}
+
+// Called while libjpeg reads the input: a progressive file's scans are counted as they arrive
+// (what djpeg's -maxscans does), before their cost adds up.
+void on_progress(j_common_ptr cinfo) {
+  auto* d = reinterpret_cast<j_decompress_ptr>(cinfo);
+  if (d->input_scan_number > kMaxProgressiveScans) {
+    auto* errors = reinterpret_cast<ErrorManager*>(cinfo->err);
+    errors->too_many_scans = true;
+    std::longjmp(errors->jump, 1);
+  }
 }
 
 // Warnings (corrupt data libjpeg can decode around) and traces are not printed: a loader worker
@@ -39,6 +54,9 @@ void init(jpeg_decompress_struct* cinfo, ErrorManager* errors) {
   cinfo->err = jpeg_std_error(&errors->base);
   errors->base.error_exit = on_error;
   errors->base.output_message = quiet;
+  errors->progress = jpeg_progress_mgr{};
+  errors->progress.progress_monitor = on_progress;
+  errors->too_many_scans = false;
 }
 
 bool supported(const jpeg_decompress_struct& cinfo) {
@@ -52,23 +70,33 @@ bool jpeg_region_available() {
   return true;
 }
 
-bool decode_jpeg_window(const std::uint8_t* data, std::size_t size, int channels,
-                        const ChooseWindow& choose, std::vector<std::uint8_t>& buffer,
-                        JpegRegion* region) {
-  if (!looks_like_jpeg(data, size) || (channels != 1 && channels != 3)) return false;
+JpegOutcome decode_jpeg_window(const std::uint8_t* data, std::size_t size, int channels,
+                               std::int64_t max_pixels, const ChooseWindow& choose,
+                               std::vector<std::uint8_t>& buffer, JpegRegion* region) {
+  if (!looks_like_jpeg(data, size) || (channels != 1 && channels != 3)) {
+    return JpegOutcome::kNotHandled;
+  }
   jpeg_decompress_struct cinfo;
   ErrorManager errors;
   init(&cinfo, &errors);
   if (setjmp(errors.jump)) {
     jpeg_destroy_decompress(&cinfo);
-    return false;
+    return errors.too_many_scans ? JpegOutcome::kTooManyScans : JpegOutcome::kNotHandled;
   }
   jpeg_create_decompress(&cinfo);
+  cinfo.progress = &errors.progress;
   jpeg_mem_src(&cinfo, data, static_cast<unsigned long>(size));
   jpeg_read_header(&cinfo, TRUE);
+  // The header's size, before jpeg_start_decompress allocates for it (a progressive file's
+  // coefficients for the whole image) and before the window buffer below.
+  if (static_cast<std::int64_t>(cinfo.image_width) * static_cast<std::int64_t>(cinfo.image_height) >
+      max_pixels) {
+    jpeg_destroy_decompress(&cinfo);
+    return JpegOutcome::kTooLarge;
+  }
   if (!supported(cinfo)) {
     jpeg_destroy_decompress(&cinfo);
-    return false;
+    return JpegOutcome::kNotHandled;
   }
   // Grey JPEGs stay one channel (the transform replicates it); colour ones become RGB or luma.
   const bool grey = channels == 1 || cinfo.jpeg_color_space == JCS_GRAYSCALE;
@@ -122,7 +150,7 @@ bool decode_jpeg_window(const std::uint8_t* data, std::size_t size, int channels
   region->window = Window{top, left, height, width};
   region->image_height = image_h;
   region->image_width = image_w;
-  return true;
+  return JpegOutcome::kDecoded;
 }
 
 #else
@@ -130,9 +158,9 @@ bool decode_jpeg_window(const std::uint8_t* data, std::size_t size, int channels
 bool jpeg_region_available() {
   return false;
 }
-bool decode_jpeg_window(const std::uint8_t*, std::size_t, int, const ChooseWindow&,
-                        std::vector<std::uint8_t>&, JpegRegion*) {
-  return false;
+JpegOutcome decode_jpeg_window(const std::uint8_t*, std::size_t, int, std::int64_t,
+                               const ChooseWindow&, std::vector<std::uint8_t>&, JpegRegion*) {
+  return JpegOutcome::kNotHandled;
 }
 
 #endif

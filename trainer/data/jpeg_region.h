@@ -45,12 +45,27 @@ struct JpegRegion {
   int image_width = 0;
 };
 
+// What decode_jpeg_window made of the data.
+enum class JpegOutcome {
+  kDecoded,
+  // Not a JPEG this decoder handles (corrupt, CMYK, not a JPEG): another decoder may try.
+  kNotHandled,
+  // More pixels than allowed, seen in the header before anything was allocated; no other decoder
+  // should try either.
+  kTooLarge,
+  // A progressive JPEG with more scans than any real encoder writes (kMaxProgressiveScans): each
+  // scan costs a pass over the whole image, so a few kilobytes of them cost minutes.
+  kTooManyScans,
+};
+
+inline constexpr int kMaxProgressiveScans = 1000;
+
 // Decodes the window `choose` picks as `channels` (1 or 3) channels into `buffer` (grown as needed,
-// so a worker reuses one). False when the data is not a JPEG this decoder handles (corrupt, CMYK)
-// or on any decoding error; warnings (a truncated file's grey tail) are tolerated, as OpenCV and
-// PIL tolerate them.
-bool decode_jpeg_window(const std::uint8_t* data, std::size_t size, int channels,
-                        const ChooseWindow& choose, std::vector<std::uint8_t>& buffer,
-                        JpegRegion* region);
+// so a worker reuses one), unless the header says the image has more than `max_pixels` pixels.
+// Any decoding error is kNotHandled; warnings (a truncated file's grey tail) are tolerated, as
+// OpenCV and PIL tolerate them.
+JpegOutcome decode_jpeg_window(const std::uint8_t* data, std::size_t size, int channels,
+                               std::int64_t max_pixels, const ChooseWindow& choose,
+                               std::vector<std::uint8_t>& buffer, JpegRegion* region);
 
 }  // namespace dl::data

@@ -84,7 +84,7 @@ struct Loader::Impl {
     const std::int64_t end = std::min<std::int64_t>(begin + config.batch_size,
                                                     static_cast<std::int64_t>(plan.order.size()));
     std::int64_t n = 0;
-    std::int64_t skipped = 0;
+    SkipCounts skipped{};
     // Seeding mt19937 costs microseconds, as much as copying an MNIST sample many times over, so
     // only augmentation reseeds per sample. Evaluation draws nothing from the stream; a source that
     // did would still be deterministic, as one thread assembles a batch from a per-batch seed.
@@ -100,7 +100,7 @@ struct Loader::Impl {
                       batch.images() + static_cast<std::size_t>(n) * sample_bytes)) {
         batch.labels()[n++] = source.label(index);
       } else {
-        ++skipped;
+        ++skipped[static_cast<std::size_t>(source.skip_reason(index))];
       }
     }
     batch.set_counts(n, skipped, b);
@@ -169,6 +169,7 @@ struct Loader::Impl {
     }
     waited = 0.0;
     epoch_skipped = 0;
+    epoch_skip_counts = SkipCounts{};
     work_cv.notify_all();
   }
 
@@ -176,7 +177,10 @@ struct Loader::Impl {
     const Clock::time_point start = Clock::now();
     std::optional<Batch> result = take();
     waited += std::chrono::duration<double>(Clock::now() - start).count();
-    if (result) epoch_skipped += result->skipped();
+    if (result) {
+      epoch_skipped += result->skipped();
+      add(epoch_skip_counts, result->skip_counts());
+    }
     return result;
   }
 
@@ -235,6 +239,7 @@ struct Loader::Impl {
   // Consumer-thread only.
   double waited = 0.0;
   std::int64_t epoch_skipped = 0;
+  SkipCounts epoch_skip_counts{};
 };
 
 Loader::Loader(const SampleSource& source, LoaderConfig config) {
@@ -270,6 +275,9 @@ double Loader::wait_seconds() const {
 }
 std::int64_t Loader::skipped_in_epoch() const {
   return impl_->epoch_skipped;
+}
+const SkipCounts& Loader::skip_counts_in_epoch() const {
+  return impl_->epoch_skip_counts;
 }
 std::size_t Loader::pool_buffers() const {
   return impl_->pool->allocated();

@@ -64,6 +64,8 @@ class Loader {
   double wait_seconds() const;
   // Samples skipped (failed to load) in the batches returned since start_epoch().
   std::int64_t skipped_in_epoch() const;
+  // skipped_in_epoch(), by reason.
+  const SkipCounts& skip_counts_in_epoch() const;
   // Batch buffers allocated so far: stays flat from epoch to epoch once warmed up.
   std::size_t pool_buffers() const;
   const LoaderConfig& config() const;

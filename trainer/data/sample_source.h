@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "data/skip_reason.h"
+
 namespace dl::data {
 
 struct ImageShape {
@@ -48,9 +50,11 @@ class SampleSource {
                     std::uint8_t* dst) const = 0;
   // "Fashion-MNIST IDX /usr/share/datasets/fashion-mnist (60000 samples, 10 classes)"
   virtual std::string describe() const = 0;
-  // The samples load() could not decode so far (file paths where there are files), for the report
-  // at the end of an epoch.
-  virtual std::vector<std::string> failures() const { return {}; }
+  // Why load() last returned false for `index` (the loader counts skipped samples by reason).
+  virtual SkipReason skip_reason(std::int64_t /*index*/) const { return SkipReason::kUndecodable; }
+  // The samples load() could not load so far, each with its latest reason, in index order (file
+  // paths where there are files), for the report at the end of an epoch.
+  virtual std::vector<SkippedFile> failures() const { return {}; }
 };
 
 }  // namespace dl::data

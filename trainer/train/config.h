@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "data/file_list_source.h"
+
 namespace dl::train {
 
 struct TrainConfig {
@@ -32,6 +34,7 @@ struct TrainConfig {
   int log_every = 100;
   double monitor_every = 30.0;
   double max_bad_fraction = 0.01;
+  std::int64_t max_image_pixels = data::kDefaultMaxImagePixels;
   std::int64_t limit_batches = 0;  // 0: every batch of the epoch
   bool resume = false;
   // Distributed training (the torchrun contract in the environment says how many ranks).

@@ -1,6 +1,7 @@
 // Data discovery and split.
 #include "train/data_setup.h"
 
+#include <spdlog/spdlog.h>
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -112,6 +113,9 @@ std::pair<std::unique_ptr<data::SampleSource>, std::unique_ptr<data::SampleSourc
 DataSetup setup_data(const TrainConfig& config) {
   DataSetup d;
   d.location = resolve_location(config);
+  data::ImageFileOptions image_files;
+  image_files.max_pixels = config.max_image_pixels;
+  image_files.warn = [](const std::string& line) { spdlog::warn("{}", line); };
   try {
     if (is_dir(d.location) && has_idx(d.location)) {
       d.kind = "idx";
@@ -128,18 +132,18 @@ DataSetup setup_data(const TrainConfig& config) {
     } else if (is_dir(d.location)) {
       d.kind = "image-folder";
       if (is_dir(d.location + "/train")) {
-        d.train = data::open_image_folder(d.location + "/train");
+        d.train = data::open_image_folder(d.location + "/train", image_files);
         if (is_dir(d.location + "/val")) {
-          d.val = data::open_image_folder(d.location + "/val");
+          d.val = data::open_image_folder(d.location + "/val", image_files);
         } else {
           split_if_needed(&d, std::move(d.train), config);
         }
       } else {
-        split_if_needed(&d, data::open_image_folder(d.location), config);
+        split_if_needed(&d, data::open_image_folder(d.location, image_files), config);
       }
     } else if (ends_with(d.location, ".csv")) {
       d.kind = "csv";
-      split_if_needed(&d, data::open_csv_manifest(d.location), config);
+      split_if_needed(&d, data::open_csv_manifest(d.location, image_files), config);
     } else {
       throw UserError(exit_code::kBadData,
                       "data " + d.location +

@@ -86,7 +86,7 @@ data::Batch synthetic_batch(const std::shared_ptr<data::BufferPool>& pool, data:
   const auto bytes = static_cast<std::int64_t>(shape.bytes());
   torch::from_blob(batch.images(), {n * bytes}, torch::kUInt8).random_(0, 256);
   torch::from_blob(batch.labels(), {n}, torch::kLong).random_(0, classes);
-  batch.set_counts(n, 0, 0);
+  batch.set_counts(n, {}, 0);
   return batch;
 }
 

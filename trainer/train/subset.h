@@ -2,6 +2,7 @@
 // none of its own, and the training remainder.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -16,7 +17,13 @@ class Subset : public data::SampleSource {
  public:
   Subset(std::shared_ptr<const data::SampleSource> base, std::vector<std::int64_t> indices,
          std::string what)
-      : base_(std::move(base)), indices_(std::move(indices)), what_(std::move(what)) {}
+      : base_(std::move(base)), indices_(std::move(indices)), what_(std::move(what)) {
+    sorted_.reserve(indices_.size());
+    for (std::size_t i = 0; i < indices_.size(); ++i) {
+      sorted_.emplace_back(indices_[i], static_cast<std::int64_t>(i));
+    }
+    std::sort(sorted_.begin(), sorted_.end());
+  }
   std::int64_t size() const override { return static_cast<std::int64_t>(indices_.size()); }
   int num_classes() const override { return base_->num_classes(); }
   data::ImageShape native_shape() const override { return base_->native_shape(); }
@@ -27,7 +34,22 @@ class Subset : public data::SampleSource {
             std::uint8_t* dst) const override {
     return base_->load(indices_[static_cast<std::size_t>(i)], t, rng, dst);
   }
-  std::vector<std::string> failures() const override { return base_->failures(); }
+  data::SkipReason skip_reason(std::int64_t i) const override {
+    return base_->skip_reason(indices_[static_cast<std::size_t>(i)]);
+  }
+  // Only this part's failures (the other part shares the base), with this part's indices.
+  std::vector<data::SkippedFile> failures() const override {
+    std::vector<data::SkippedFile> mine;
+    for (data::SkippedFile& f : base_->failures()) {
+      const auto it = std::lower_bound(sorted_.begin(), sorted_.end(),
+                                       std::pair<std::int64_t, std::int64_t>{f.index, 0});
+      if (it != sorted_.end() && it->first == f.index) {
+        f.index = it->second;
+        mine.push_back(std::move(f));
+      }
+    }
+    return mine;
+  }
   std::string describe() const override {
     return what_ + " of " + base_->describe() + ": " + std::to_string(indices_.size()) + " samples";
   }
@@ -35,6 +57,8 @@ class Subset : public data::SampleSource {
  private:
   std::shared_ptr<const data::SampleSource> base_;
   std::vector<std::int64_t> indices_;
+  // (base index, own index), sorted: which base failures are this part's.
+  std::vector<std::pair<std::int64_t, std::int64_t>> sorted_;
   std::string what_;
 };
 

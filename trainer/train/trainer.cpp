@@ -18,6 +18,7 @@
 
 #include "core/errors.h"
 #include "core/text.h"
+#include "data/skip_reason.h"
 #include "train/metrics.h"
 #include "train/progress.h"
 #include "train/stop_signal.h"
@@ -57,6 +58,7 @@ struct TrainedEpoch {
   BatchTotals totals;
   std::int64_t batches = 0;         // optimizer steps taken (or skipped by the loss scaler)
   std::int64_t skipped = 0;         // samples that could not be decoded
+  data::SkipCounts skip_counts{};   // skipped, by reason
   std::int64_t overflow_steps = 0;  // fp16: steps the loss scaler skipped (inf/NaN gradients)
   double data_wait_seconds = 0;     // waiting for the loader
   double step_seconds = 0;          // in the steps: upload, forward, backward, optimizer
@@ -85,6 +87,7 @@ TrainedEpoch train_epoch(TrainingRun& run, int epoch) {
     trained.data_wait_seconds += seconds_since(waiting);
     if (!batch) break;
     trained.skipped += batch->skipped();
+    data::add(trained.skip_counts, batch->skip_counts());
     // A batch none of whose samples decoded: one process skips it; a rank steps all the same,
     // contributing no gradient, because the others wait for its share.
     if (batch->n() == 0 && alone) continue;
@@ -139,27 +142,31 @@ int stop_mid_epoch(TrainingRun& run, int epoch, const TrainedEpoch& trained) {
   return 128 + trained.stop_signal;
 }
 
-// Names the samples that could not be decoded this epoch, and ends the run (exit 65) when they
-// are more than --max-bad-fraction of it.
-// In a distributed run the counts are every rank's, so that all ranks decide alike.
+// Names the samples that could not be decoded this epoch, grouped by reason, and ends the run
+// (exit 65) when they are more than --max-bad-fraction of it.
+// In a distributed run the counts are every rank's, so that all ranks decide alike; the files named
+// are this rank's.
 void check_decode_failures(TrainingRun& run, const TrainedEpoch& trained) {
   const std::int64_t skipped = run.world.sum(trained.skipped);
   if (skipped == 0) return;
+  data::SkipCounts counts{};
+  for (std::size_t r = 0; r < data::kSkipReasons; ++r) {
+    counts[r] = run.world.sum(trained.skip_counts[r]);
+  }
   run.skipped_total += skipped;
+  data::add(run.skip_counts_total, counts);
   const std::int64_t seen = run.world.sum(trained.totals.samples) + skipped;
   const double bad_fraction = static_cast<double>(skipped) / static_cast<double>(seen);
-  const auto bad = run.data.train->failures();
-  std::string names;
-  for (std::size_t i = 0; i < bad.size() && i < 5; ++i) names += (i ? ", " : "") + bad[i];
-  if (bad.size() > 5) names += " and " + std::to_string(bad.size() - 5) + " more";
-  spdlog::warn("{} sample(s) could not be decoded and were skipped this epoch ({:.2f}%){}{}",
-               skipped, 100.0 * bad_fraction, names.empty() ? "" : ": ", names);
+  const std::string why = data::describe_skips(counts, run.data.train->failures());
+  spdlog::warn("{} sample(s) could not be decoded and were skipped this epoch ({:.2f}%): {}",
+               skipped, 100.0 * bad_fraction, why);
   if (bad_fraction > run.config.max_bad_fraction) {
     throw UserError(exit_code::kBadData,
                     "data " + run.data.location + ": " + std::to_string(skipped) + " of " +
                         std::to_string(seen) +
                         " samples could not be decoded, above --max-bad-fraction " +
-                        format_number(run.config.max_bad_fraction));
+                        format_number(run.config.max_bad_fraction) + " (" +
+                        data::describe_skips(counts, {}) + ")");
   }
 }
 
@@ -169,11 +176,23 @@ BatchTotals validate(TrainingRun& run) {
   run.net->set_training(false);
   run.val_loader->start_epoch(0);
   BatchTotals totals = BatchTotals::zeros(run.device);
+  data::SkipCounts skipped{};
   while (auto batch = run.val_loader->next()) {
+    data::add(skipped, batch->skip_counts());
     if (batch->n() == 0) continue;
     at::Tensor images, labels;
     run.feed->upload(std::move(*batch), &images, &labels);
     totals += run.runner->evaluate(images, labels);
+  }
+  // Skipped validation samples do not count against --max-bad-fraction (they cost no training),
+  // but a validation score over fewer samples is worth a line.
+  std::int64_t skipped_here = 0;
+  for (const std::int64_t k : skipped) skipped_here += k;
+  const std::int64_t skipped_all = run.world.sum(skipped_here);
+  if (skipped_all > 0) {
+    for (std::size_t r = 0; r < data::kSkipReasons; ++r) skipped[r] = run.world.sum(skipped[r]);
+    spdlog::warn("{} validation sample(s) could not be decoded and were skipped: {}", skipped_all,
+                 data::describe_skips(skipped, run.data.val->failures()));
   }
   return totals;
 }
@@ -246,7 +265,8 @@ int run_training(const TrainConfig& config) {
     finish_epoch(run, epoch, lr, trained, val, seconds_since(epoch_start));
   }
   if (run.skipped_total > 0) {
-    spdlog::warn("{} undecodable sample(s) were skipped in all", run.skipped_total);
+    spdlog::warn("{} undecodable sample(s) were skipped in all: {}", run.skipped_total,
+                 data::describe_skips(run.skip_counts_total, run.data.train->failures()));
   }
   spdlog::info("done: validation accuracy {:.2f}% (best {:.2f}%); checkpoints {} and {}{}",
                100.0 * run.last_val_acc, 100.0 * run.best_val_acc, run.last_path, run.best_path,

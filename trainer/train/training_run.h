@@ -72,7 +72,8 @@ struct TrainingRun {
   double best_val_acc = 0.0;
   double last_val_acc = 0.0;
   std::int64_t global_step = 0;
-  std::int64_t skipped_total = 0;  // undecodable samples over all epochs
+  std::int64_t skipped_total = 0;        // undecodable samples over all epochs
+  data::SkipCounts skip_counts_total{};  // skipped_total, by reason
 };
 
 }  // namespace dl::train

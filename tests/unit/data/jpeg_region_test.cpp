@@ -51,6 +51,8 @@ TEST(Planes, FastSplitMatchesThePlainLoop) {
 
 #if DL_HAVE_OPENCV && DL_HAVE_LIBJPEG
 
+constexpr std::int64_t kNoLimit = std::int64_t{1} << 40;
+
 // A noisy colour picture (so every block has detail), 4:2:0 as cv::imwrite writes by default.
 std::vector<std::uint8_t> noisy_jpeg(int rows, int cols, bool grey) {
   cv::Mat image(rows, cols, CV_8UC3);
@@ -88,8 +90,10 @@ TEST(JpegRegion, WindowsEqualTheFullDecode) {
     for (const Window& w : {Window{0, 0, 203, 171}, Window{17, 29, 101, 77}, Window{1, 1, 9, 9},
                             Window{150, 120, 53, 51}, Window{0, 100, 203, 71}}) {
       JpegRegion r;
-      ASSERT_TRUE(decode_jpeg_window(
-          bytes.data(), bytes.size(), grey ? 1 : 3, [&](int, int) { return w; }, buffer, &r));
+      ASSERT_EQ(decode_jpeg_window(
+                    bytes.data(), bytes.size(), grey ? 1 : 3, kNoLimit, [&](int, int) { return w; },
+                    buffer, &r),
+                JpegOutcome::kDecoded);
       EXPECT_EQ(r.image_height, 203);
       EXPECT_EQ(r.image_width, 171);
       expect_window_matches(full, r, w);
@@ -103,8 +107,9 @@ TEST(JpegRegion, ColourAsGreyIsOpenCvsGreyscaleDecode) {
   std::vector<std::uint8_t> buffer;
   JpegRegion r;
   const Window w{5, 7, 30, 20};
-  ASSERT_TRUE(decode_jpeg_window(
-      bytes.data(), bytes.size(), 1, [&](int, int) { return w; }, buffer, &r));
+  ASSERT_EQ(decode_jpeg_window(
+                bytes.data(), bytes.size(), 1, kNoLimit, [&](int, int) { return w; }, buffer, &r),
+            JpegOutcome::kDecoded);
   expect_window_matches(grey, r, w);
 }
 
@@ -112,12 +117,13 @@ TEST(JpegRegion, WindowIsClampedToTheImage) {
   const auto bytes = noisy_jpeg(40, 30, false);
   std::vector<std::uint8_t> buffer;
   JpegRegion r;
-  ASSERT_TRUE(decode_jpeg_window(
-      bytes.data(), bytes.size(), 3,
-      [](int, int) {
-        return Window{30, 20, 100, 100};
-      },
-      buffer, &r));
+  ASSERT_EQ(decode_jpeg_window(
+                bytes.data(), bytes.size(), 3, kNoLimit,
+                [](int, int) {
+                  return Window{30, 20, 100, 100};
+                },
+                buffer, &r),
+            JpegOutcome::kDecoded);
   EXPECT_EQ(r.window.top, 30);
   EXPECT_EQ(r.window.left, 20);
   EXPECT_EQ(r.window.height, 10);
@@ -130,16 +136,19 @@ TEST(JpegRegion, RefusesWhatIsNotAJpeg) {
   auto whole = [](int h, int w) { return Window{0, 0, h, w}; };
   std::vector<std::uint8_t> png;
   ASSERT_TRUE(cv::imencode(".png", cv::Mat(8, 8, CV_8UC3, cv::Scalar::all(9)), png));
-  EXPECT_FALSE(decode_jpeg_window(png.data(), png.size(), 3, whole, buffer, &r));
+  EXPECT_EQ(decode_jpeg_window(png.data(), png.size(), 3, kNoLimit, whole, buffer, &r),
+            JpegOutcome::kNotHandled);
   // A JPEG start followed by junk: libjpeg's error path (a longjmp) must come back as false.
   std::vector<std::uint8_t> junk{0xFF, 0xD8, 0xFF, 0xC0, 0x00, 0x03, 0x01};
   std::mt19937 rng(11);
   for (int i = 0; i < 400; ++i) junk.push_back(static_cast<std::uint8_t>(rng()));
-  EXPECT_FALSE(decode_jpeg_window(junk.data(), junk.size(), 3, whole, buffer, &r));
+  EXPECT_EQ(decode_jpeg_window(junk.data(), junk.size(), 3, kNoLimit, whole, buffer, &r),
+            JpegOutcome::kNotHandled);
   // Cut short inside the scan data: decodable (the tail comes out grey), as OpenCV and PIL allow.
   auto cut = noisy_jpeg(64, 64, false);
   cut.resize(cut.size() / 2);
-  EXPECT_TRUE(decode_jpeg_window(cut.data(), cut.size(), 3, whole, buffer, &r));
+  EXPECT_EQ(decode_jpeg_window(cut.data(), cut.size(), 3, kNoLimit, whole, buffer, &r),
+            JpegOutcome::kDecoded);
 }
 
 // The loader's view: the same training crops (same random stream) as decoding the whole file with
