@@ -3,7 +3,8 @@
 # 20.04/22.04/24.04, from the distribution's archive. Idempotent: installs only what is missing and
 # touches the package lists only when something is. Used by the README's commands, CI and the
 # Dockerfile's build stage (which passes --no-torch --no-test-data --no-image-tools: it brings its
-# own LibTorch and data, and builds no images).
+# own LibTorch and data, and builds no images). --no-test-data also leaves out the fuzz build's
+# clang and libFuzzer (NATIVE_FUZZ_PACKAGES).
 #
 #   env/install-native.sh [--no-torch] [--no-test-data] [--no-image-tools]
 #
@@ -48,7 +49,7 @@ packages=($NATIVE_BUILD_PACKAGES $NATIVE_LIB_PACKAGES)
 # shellcheck disable=SC2206
 [ "$want_torch" -eq 1 ] && packages+=($NATIVE_TORCH_PACKAGES)
 # shellcheck disable=SC2206
-[ "$want_test" -eq 1 ] && packages+=($NATIVE_TEST_PACKAGES)
+[ "$want_test" -eq 1 ] && packages+=($NATIVE_TEST_PACKAGES $NATIVE_FUZZ_PACKAGES)
 # shellcheck disable=SC2206
 [ "$want_image_tools" -eq 1 ] && packages+=($NATIVE_IMAGE_TEST_PACKAGES)
 
