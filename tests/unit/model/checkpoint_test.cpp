@@ -282,7 +282,7 @@ TEST(Checkpoint, DamagedStringLengthIsRefusedBeforeUnpickling) {
   } catch (const std::runtime_error& error) {
     const std::string message = error.what();
     EXPECT_EQ(message.rfind("checkpoint last.pt: not a readable checkpoint (truncated or corrupt: "
-                            "a string of 1896493687 bytes at byte ",
+                            "a string of 1896493686 bytes at byte ",
                             0),
               0u)
         << message;
