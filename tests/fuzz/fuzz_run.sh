@@ -106,7 +106,8 @@ for h in "${harnesses[@]}"; do
     "$work/$h/corpus" >"$work/$h/log" 2>&1) || rc=$?
   elapsed=$((SECONDS - run_started))
   execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$work/$h/log" | tail -1)
-  artifact=$(find "$work/$h/artifacts" -type f | head -1)
+  # slow-unit-* inputs (over 10 s, libFuzzer's note) are not findings; -timeout's are.
+  artifact=$(find "$work/$h/artifacts" -type f ! -name 'slow-unit-*' | head -1)
   if [ "$rc" -eq 0 ] && [ -z "$artifact" ]; then
     rows+=("$(row "$h" "${execs:-?}" "$elapsed" 0 "no finding")")
     continue
