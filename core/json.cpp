@@ -68,7 +68,8 @@ std::optional<JsonValue> parse_json(const std::string& text, std::string* error)
   Json j;
   try {
     j = Json::parse(text);
-  } catch (const Json::parse_error& e) {
+  } catch (const Json::exception& e) {
+    // Not only parse_error: a number beyond double's range ("1e400") is an out_of_range (406).
     if (error != nullptr) *error = e.what();
     return std::nullopt;
   }

@@ -4,6 +4,7 @@
 # touches the package lists only when something is. Used by the README's commands, CI and the
 # Dockerfile's build stage (which passes --no-torch --no-test-data --no-image-tools
 # --no-deploy-tools: it brings its own LibTorch and data, and builds and deploys no images).
+# --no-test-data also leaves out the fuzz build's clang and libFuzzer (NATIVE_FUZZ_PACKAGES).
 # The deploy tools are the validators of tests/deploy, and the GitHub Actions workflow validator
 # (@action-validator/cli, $ACTION_VALIDATOR_VERSION) from the npm registry with node's npm.
 #
@@ -52,7 +53,7 @@ packages=($NATIVE_BUILD_PACKAGES $NATIVE_LIB_PACKAGES)
 # shellcheck disable=SC2206
 [ "$want_torch" -eq 1 ] && packages+=($NATIVE_TORCH_PACKAGES)
 # shellcheck disable=SC2206
-[ "$want_test" -eq 1 ] && packages+=($NATIVE_TEST_PACKAGES)
+[ "$want_test" -eq 1 ] && packages+=($NATIVE_TEST_PACKAGES $NATIVE_FUZZ_PACKAGES)
 # shellcheck disable=SC2206
 [ "$want_image_tools" -eq 1 ] && packages+=($NATIVE_IMAGE_TEST_PACKAGES)
 # shellcheck disable=SC2206

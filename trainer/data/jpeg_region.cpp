@@ -59,9 +59,17 @@ void init(jpeg_decompress_struct* cinfo, ErrorManager* errors) {
   errors->too_many_scans = false;
 }
 
+// OpenCV's imdecode refuses images above 2^30 pixels (CV_IO_MAX_IMAGE_PIXELS), and so does this:
+// a 300-byte file can claim 50000 x 33000 pixels, and decoding a crop of it would cost a worker
+// gigabytes and seconds of grey rows (found by tests/fuzz/jpeg_region_fuzz).
+constexpr unsigned long long kMaxPixels = 1ull << 30;
+
 bool supported(const jpeg_decompress_struct& cinfo) {
-  return cinfo.jpeg_color_space == JCS_GRAYSCALE || cinfo.jpeg_color_space == JCS_YCbCr ||
-         cinfo.jpeg_color_space == JCS_RGB;
+  const unsigned long long pixels =
+      static_cast<unsigned long long>(cinfo.image_width) * cinfo.image_height;
+  return (cinfo.jpeg_color_space == JCS_GRAYSCALE || cinfo.jpeg_color_space == JCS_YCbCr ||
+          cinfo.jpeg_color_space == JCS_RGB) &&
+         pixels <= kMaxPixels;
 }
 
 }  // namespace

@@ -3,15 +3,20 @@
 #include "model/checkpoint.h"
 
 #include "core/files.h"
+#include "model/pickle_scan.h"
 
 #include <ATen/ATen.h>
 #include <ATen/core/Dict.h>
 #include <ATen/core/List.h>
 #include <ATen/core/ivalue.h>
 #include <c10/util/Exception.h>
+#include <caffe2/serialize/inline_container.h>
+#include <caffe2/serialize/read_adapter_interface.h>
 #include <torch/csrc/jit/serialization/pickle.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <optional>
 #include <stdexcept>
 #include <utility>
@@ -308,6 +313,29 @@ std::string unreadable(const std::string& path, const std::string& reason) {
          "); " + kExpected;
 }
 
+// The file's bytes as LibTorch's zip reader reads them.
+class BytesAdapter : public caffe2::serialize::ReadAdapterInterface {
+ public:
+  explicit BytesAdapter(const std::vector<char>& bytes) : bytes_(bytes) {}
+  size_t size() const override { return bytes_.size(); }
+  size_t read(uint64_t pos, void* buf, size_t n, const char* /*what*/) const override {
+    if (pos >= bytes_.size()) return 0;
+    n = std::min<size_t>(n, bytes_.size() - static_cast<size_t>(pos));
+    std::memcpy(buf, bytes_.data() + pos, n);
+    return n;
+  }
+
+ private:
+  const std::vector<char>& bytes_;
+};
+
+// Why the archive's pickle must not reach the unpickler ("" when it may): see pickle_scan.h.
+std::string pickle_overrun_in(const std::vector<char>& bytes) {
+  caffe2::serialize::PyTorchStreamReader archive(std::make_shared<BytesAdapter>(bytes));
+  const auto [data, size] = archive.getRecord("data.pkl");
+  return pickle_overrun(static_cast<const std::uint8_t*>(data.get()), size);
+}
+
 }  // namespace
 
 void save_checkpoint(const std::string& path, const CheckpointData& data) {
@@ -335,13 +363,16 @@ CheckpointData load_checkpoint(const std::string& path) {
 
 CheckpointData parse_checkpoint(const std::vector<char>& bytes, const std::string& path) {
   IValue root;
+  std::string overrun;
   try {
-    root = torch::jit::pickle_load(bytes);
+    overrun = pickle_overrun_in(bytes);
+    if (overrun.empty()) root = torch::jit::pickle_load(bytes);
   } catch (const c10::Error& error) {
     throw std::runtime_error(unreadable(path, first_line(error.what_without_backtrace())));
   } catch (const std::exception& error) {
     throw std::runtime_error(unreadable(path, first_line(error.what())));
   }
+  if (!overrun.empty()) throw std::runtime_error(unreadable(path, overrun));
   return Decoder(path).decode(root);
 }
 

@@ -6,6 +6,9 @@
 
 #include <limits>
 #include <string>
+#include <vector>
+
+#include "support/files.h"
 
 namespace dl::test {
 namespace {
@@ -89,6 +92,20 @@ TEST(JsonReader, RejectsMalformedDocumentsWithAReason) {
     std::string error;
     EXPECT_FALSE(parse_json(text, &error).has_value()) << text;
     EXPECT_FALSE(error.empty()) << text;
+  }
+}
+
+// Found by tests/fuzz/json_fuzz: a number beyond double's range made the parser throw an
+// exception other than its parse error, which escaped parse_json.
+TEST(JsonReader, RefusesNumbersBeyondDoubleRangeWithAReason) {
+  const std::string found =
+      read_file(std::string(DL_SOURCE_DIR) + "/tests/fuzz/corpus/json/crash-number-overflow");
+  ASSERT_FALSE(found.empty());
+  for (const std::string& text :
+       std::vector<std::string>{"1e400", "[-1e400]", "{\"bytes\": 184467440735e308}", found}) {
+    std::string error;
+    EXPECT_FALSE(parse_json(text, &error).has_value()) << text;
+    EXPECT_NE(error.find("number overflow"), std::string::npos) << text << ": " << error;
   }
 }
 

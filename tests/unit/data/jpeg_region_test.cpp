@@ -12,6 +12,7 @@
 #include "data/file_list_source.h"
 #include "data/planes.h"
 #include "data/transform.h"
+#include "support/files.h"
 #include "support/temp_dir.h"
 #include "unit/data/fixtures.h"
 
@@ -149,6 +150,23 @@ TEST(JpegRegion, RefusesWhatIsNotAJpeg) {
   cut.resize(cut.size() / 2);
   EXPECT_EQ(decode_jpeg_window(cut.data(), cut.size(), 3, kNoLimit, whole, buffer, &r),
             JpegOutcome::kDecoded);
+}
+
+// Found by tests/fuzz/jpeg_region_fuzz: a 320-byte JPEG whose header claims 49944 x 32808 pixels
+// took seconds and hundreds of megabytes to decode a window of. Refused, as OpenCV refuses it.
+TEST(JpegRegion, RefusesImagesAboveOpenCvsPixelLimit) {
+  std::string file =
+      read_file(std::string(DL_SOURCE_DIR) + "/tests/fuzz/corpus/jpeg_region/slow-huge-header");
+  ASSERT_GT(file.size(), 9u);
+  file.resize(file.size() - 9);  // the harness's window bytes
+  std::vector<std::uint8_t> bytes(file.begin(), file.end());
+  std::vector<std::uint8_t> buffer;
+  JpegRegion r;
+  auto whole = [](int h, int w) { return Window{0, 0, h, w}; };
+  EXPECT_FALSE(decode_jpeg_window(bytes.data(), bytes.size(), 1, whole, buffer, &r));
+  EXPECT_TRUE(buffer.empty());
+  // The fallback decoder refuses it too (file_list_source.cpp counts that as undecodable).
+  EXPECT_THROW(cv::imdecode(bytes, cv::IMREAD_GRAYSCALE), cv::Exception);
 }
 
 // The loader's view: the same training crops (same random stream) as decoding the whole file with

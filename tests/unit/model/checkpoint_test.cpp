@@ -270,5 +270,25 @@ TEST(Checkpoint, WrongLayoutNamesTheEntry) {
                                      "by dl-train or torch.save");
 }
 
+// Found by tests/fuzz/checkpoint_fuzz: a 3 KB file whose pickle gives a string a length of 1.9 GB
+// made LibTorch's unpickler allocate and zero that much before noticing the end of the data.
+TEST(Checkpoint, DamagedStringLengthIsRefusedBeforeUnpickling) {
+  const std::string file =
+      read_file(std::string(DL_SOURCE_DIR) + "/tests/fuzz/corpus/checkpoint/oom-string-length");
+  ASSERT_FALSE(file.empty());
+  try {
+    parse_checkpoint(std::vector<char>(file.begin(), file.end()), "last.pt");
+    FAIL() << "parsed";
+  } catch (const std::runtime_error& error) {
+    const std::string message = error.what();
+    EXPECT_EQ(message.rfind("checkpoint last.pt: not a readable checkpoint (truncated or corrupt: "
+                            "a string of 1896493686 bytes at byte ",
+                            0),
+              0u)
+        << message;
+    EXPECT_EQ(message.find('\n'), std::string::npos) << message;
+  }
+}
+
 }  // namespace
 }  // namespace dl::test

@@ -1,0 +1,45 @@
+// Fuzzes the partial JPEG decoder (decode_jpeg_window), which decodes the image files of
+// ImageFolder and CSV data sets. Its last bytes choose the channels and the window (as a crop
+// plan would, anywhere, even outside the image); the rest is the file. The decoder refuses bad
+// data by returning false and must not throw: any exception, crash or sanitizer report is a
+// finding. A decoded window is read whole, row by row, as the transform reads it, so a region that
+// points outside the buffer shows as a heap overflow.
+#include <fuzzer/FuzzedDataProvider.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "data/jpeg_region.h"
+#include "fuzz_files.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  FuzzedDataProvider in(data, size);
+  const int channels = in.ConsumeBool() ? 3 : 1;
+  dl::data::Window window;
+  window.top = in.ConsumeIntegral<std::int16_t>();
+  window.left = in.ConsumeIntegral<std::int16_t>();
+  window.height = in.ConsumeIntegral<std::int16_t>();
+  window.width = in.ConsumeIntegral<std::int16_t>();
+  const std::vector<std::uint8_t> file = in.ConsumeRemainingBytes<std::uint8_t>();
+
+  std::vector<std::uint8_t> buffer;
+  dl::data::JpegRegion region;
+  const auto choose = [&](int, int) { return window; };
+  if (!dl::data::decode_jpeg_window(file.data(), file.size(), channels, choose, buffer, &region)) {
+    return 0;
+  }
+  const dl::data::Window& w = region.window;
+  if (w.top < 0 || w.left < 0 || w.height < 1 || w.width < 1 ||
+      w.top + w.height > region.image_height || w.left + w.width > region.image_width ||
+      (region.channels != 1 && region.channels != 3) || (channels == 1 && region.channels != 1)) {
+    __builtin_trap();  // the window is clamped to the image, the channels are the ones asked for
+  }
+  std::int64_t sum = 0;
+  for (int y = 0; y < w.height; ++y) {
+    const std::uint8_t* row = region.pixels + static_cast<std::size_t>(y) * region.row_stride;
+    for (int x = 0; x < w.width * region.channels; ++x) sum += row[x];
+  }
+  dl::fuzz::sink = sum;
+  return 0;
+}
