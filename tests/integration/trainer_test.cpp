@@ -3,7 +3,8 @@
 // relies on. A short epoch reaches the accuracy bar; a resumed run ends with the same weights as
 // an uninterrupted one; a model scripted in Python trains here and its checkpoint loads back into
 // Python; bad input ends with the documented exit code and one clear line; undecodable images are
-// skipped and counted; a stop signal saves the weights; dl-launch's plan reaches the trainer.
+// skipped and counted; a stop signal saves the weights; dl-launch's plan reaches the trainer; the
+// TensorBoard events file decodes with tools that are not ours.
 //
 // Every run uses 1 compute thread, 1 loader worker, no resource monitor and few batches, so the
 // whole suite takes well under a minute and a half on a 2-core machine. One compute thread, not
@@ -549,7 +550,48 @@ TEST(LauncherStartsTrainer, DlTrainRunsWithThePlanInTheWorkspace) {
   EXPECT_TRUE(contains(log, "data: data (2048 training, 500 validation samples")) << log;
 }
 
-// --- h. crashes and concurrent runs ------------------------------------------------------------
+// --- h. TensorBoard ----------------------------------------------------------------------------
+
+// Every record of the run's events file, as tests/helpers/tfevents_decode.py reads it: the CRCs
+// checked with python3-crcmod, the payloads decoded by protoc --decode_raw (tools that are not
+// dl-train's; TensorBoard itself is not in Debian).
+TEST(TrainerTensorBoard, EventsFileDecodesWithEveryLogPointAndEpoch) {
+  const std::string data = mini_fashion();
+  if (data.empty()) GTEST_SKIP() << kNoFashion;
+  TempDir ws;
+  // train_argv's settings but the monitor's, which reports every 0.05 s here.
+  Process p(in_directory(ws.path(), {kTrain, "--threads", "1", "--workers", "1", "--monitor-every",
+                                     "0.05", "--data", data, "--epochs", "2", "--limit-batches",
+                                     "4", "--log-every", "2", "--name", "tb"}));
+  const Result r = p.wait(kRunTimeout);
+  ASSERT_EQ(r.code, 0) << show(r);
+  std::vector<std::string> events;
+  for (const auto& entry : fs::directory_iterator(ws / "runs/tb")) {
+    const std::string name = entry.path().filename();
+    if (name.rfind("events.out.tfevents.", 0) == 0) events.push_back(entry.path());
+  }
+  ASSERT_EQ(events.size(), 1u) << "one events file expected in runs/tb";
+  const Result decoded = run({DL_TFEVENTS_DECODE, events[0]});
+  if (decoded.code == 77) GTEST_SKIP() << decoded.err;
+  ASSERT_EQ(decoded.code, 0) << show(decoded);
+  const std::string& out = decoded.out;
+  EXPECT_TRUE(contains(out, "3: \"brain.Event:2\"")) << out;
+  // Log points at batches 2 and 4 of both epochs (steps 2, 4, 6, 8), an epoch's end at 4 and 8.
+  const auto count = [&](const std::string& needle) {
+    std::size_t n = 0;
+    for (auto at = out.find(needle); at != std::string::npos; at = out.find(needle, at + 1)) ++n;
+    return n;
+  };
+  EXPECT_EQ(count("\"train/loss\""), 4u) << out;
+  EXPECT_EQ(count("\"train/samples_per_s\""), 4u) << out;
+  EXPECT_EQ(count("\"val/acc\""), 2u) << out;
+  EXPECT_EQ(count("\"epoch/seconds\""), 2u) << out;
+  EXPECT_TRUE(contains(out, "2: 8\n")) << out;  // the last step
+  // The monitor's figures (every 0.05 s over a run of more than a second).
+  EXPECT_GE(count("\"monitor/ram_percent\""), 1u) << out;
+}
+
+// --- i. crashes and concurrent runs ------------------------------------------------------------
 
 TEST(TrainerCrash, TrainLogHoldsEveryLineLoggedBeforeAKill9) {
   const std::string data = mini_fashion();

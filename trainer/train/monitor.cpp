@@ -31,9 +31,12 @@ bool read_cpu_jiffies(const std::string& proc_stat, unsigned long long* busy,
   return true;
 }
 
-Monitor::Monitor(double interval_seconds, Sink sink, std::string nvml_library)
-    : interval_(interval_seconds), sink_(std::move(sink)), nvml_library_(std::move(nvml_library)) {
-  sample();  // prime the CPU counters so the first report covers an interval
+Monitor::Monitor(double interval_seconds, Sink sink, std::string nvml_library, FigureSink figures)
+    : interval_(interval_seconds),
+      sink_(std::move(sink)),
+      nvml_library_(std::move(nvml_library)),
+      figures_(std::move(figures)) {
+  measure();  // prime the CPU counters so the first report covers an interval
   if (interval_ > 0) thread_ = std::thread([this] { run(); });
 }
 
@@ -46,17 +49,14 @@ Monitor::~Monitor() {
   if (thread_.joinable()) thread_.join();
 }
 
-std::string Monitor::sample() {
+MonitorFigures Monitor::measure() {
   const SystemHost host;
-  std::string line = "monitor:";
+  MonitorFigures f;
   unsigned long long busy = 0, total = 0;
   if (read_cpu_jiffies(host.read_file("/proc/stat").value_or(""), &busy, &total)) {
     if (total > last_total_ && last_total_ != 0) {
-      const double pct =
+      f.cpu_percent =
           100.0 * static_cast<double>(busy - last_busy_) / static_cast<double>(total - last_total_);
-      char buf[48];
-      std::snprintf(buf, sizeof buf, " cpu %.0f%%", pct);
-      line += buf;
     }
     last_busy_ = busy;
     last_total_ = total;
@@ -65,24 +65,41 @@ std::string Monitor::sample() {
   const auto mem_total = meminfo_bytes(meminfo, "MemTotal");
   const auto mem_avail = meminfo_bytes(meminfo, "MemAvailable");
   if (mem_total && mem_avail && *mem_total > 0) {
-    const std::uint64_t used = *mem_total - std::min(*mem_total, *mem_avail);
-    char buf[96];
-    std::snprintf(buf, sizeof buf, " ram %.1f%% (%s of %s)",
-                  100.0 * static_cast<double>(used) / static_cast<double>(*mem_total),
-                  format_bytes(used).c_str(), format_bytes(*mem_total).c_str());
-    line += buf;
+    f.ram_used_bytes = *mem_total - std::min(*mem_total, *mem_avail);
+    f.ram_total_bytes = *mem_total;
+    f.ram_percent = 100.0 * static_cast<double>(f.ram_used_bytes) / static_cast<double>(*mem_total);
   }
   std::string why;
   if (auto nvml = Nvml::open(nvml_library_, &why)) {
     for (int i = 0; i < nvml->device_count(); ++i) {
       const auto u = nvml->utilization(i);
       if (!u) continue;
-      char buf[160];
-      std::snprintf(buf, sizeof buf, " | gpu%d load %u%% mem %s/%s %uC", i, u->gpu_percent,
-                    format_bytes(u->used_bytes).c_str(), format_bytes(u->total_bytes).c_str(),
-                    u->temperature_c);
-      line += buf;
+      f.gpus.push_back({i, static_cast<double>(u->gpu_percent), u->used_bytes, u->total_bytes,
+                        static_cast<double>(u->temperature_c)});
     }
+  }
+  return f;
+}
+
+std::string format_monitor(const MonitorFigures& f) {
+  std::string line = "monitor:";
+  if (f.cpu_percent) {
+    char buf[48];
+    std::snprintf(buf, sizeof buf, " cpu %.0f%%", *f.cpu_percent);
+    line += buf;
+  }
+  if (f.ram_percent) {
+    char buf[96];
+    std::snprintf(buf, sizeof buf, " ram %.1f%% (%s of %s)", *f.ram_percent,
+                  format_bytes(f.ram_used_bytes).c_str(), format_bytes(f.ram_total_bytes).c_str());
+    line += buf;
+  }
+  for (const auto& g : f.gpus) {
+    char buf[160];
+    std::snprintf(buf, sizeof buf, " | gpu%d load %.0f%% mem %s/%s %.0fC", g.index, g.load_percent,
+                  format_bytes(g.used_bytes).c_str(), format_bytes(g.total_bytes).c_str(),
+                  g.temperature_c);
+    line += buf;
   }
   return line;
 }
@@ -92,7 +109,9 @@ void Monitor::run() {
   const auto period = std::chrono::duration<double>(interval_);
   while (!wake_.wait_for(lock, period, [this] { return stop_; })) {
     lock.unlock();
-    sink_(sample());
+    const MonitorFigures figures = measure();
+    sink_(format_monitor(figures));
+    if (figures_) figures_(figures);
     lock.lock();
   }
 }

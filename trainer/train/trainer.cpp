@@ -21,6 +21,7 @@
 #include "data/skip_reason.h"
 #include "train/metrics.h"
 #include "train/progress.h"
+#include "train/scalars.h"
 #include "train/stop_signal.h"
 #include "train/training_run.h"
 
@@ -67,7 +68,22 @@ struct TrainedEpoch {
   int stop_signal = 0;  // the signal that stopped the epoch early, 0 when it ran to its end
 };
 
-TrainedEpoch train_epoch(TrainingRun& run, int epoch) {
+// The log point's figures in TensorBoard (rank 0): the progress line's numbers, and the loss
+// scale (which reads the device, as the loss already did at this point).
+void write_interval_scalars(TrainingRun& run, const TrainedEpoch& trained, double lr,
+                            double elapsed) {
+  IntervalFigures f;
+  f.loss = trained.totals.mean_loss();
+  f.accuracy = trained.totals.accuracy();
+  f.lr = lr;
+  f.samples_per_second = static_cast<double>(trained.totals.samples) / elapsed;
+  f.data_wait_percent = 100.0 * trained.data_wait_seconds / elapsed;
+  if (run.scaler->enabled()) f.loss_scale = run.scaler->current_scale();
+  f.overflow_steps = trained.overflow_steps;
+  run.events->add(interval_scalars(f), run.global_step);
+}
+
+TrainedEpoch train_epoch(TrainingRun& run, int epoch, double lr) {
   const TrainConfig& config = run.config;
   run.net->set_training(true);
   run.train_loader->start_epoch(epoch);
@@ -108,6 +124,11 @@ TrainedEpoch train_epoch(TrainingRun& run, int epoch) {
                        fmt::format("epoch {} by batch {}", epoch + 1, trained.batches));
       progress.update(trained.batches - 1, mean_loss, trained.totals.accuracy(),
                       static_cast<double>(trained.totals.samples) / seconds_since(start));
+      // A terminal redraws every batch; TensorBoard gets the log points only.
+      if (run.events &&
+          (trained.batches % config.log_every == 0 || trained.batches == run.batches_per_epoch)) {
+        write_interval_scalars(run, trained, lr, seconds_since(start));
+      }
     }
   }
   progress.finish();
@@ -227,6 +248,7 @@ void finish_epoch(TrainingRun& run, int epoch, double lr, TrainedEpoch& trained,
   run.save(run.last_path, checkpoint);
   if (best) run.save(run.best_path, checkpoint);
   if (run.world.writes()) append_metrics(run.config.run_dir + "/metrics.csv", m);
+  if (run.events) run.events->add(epoch_scalars(m), run.global_step);
 
   // fp16 says how many steps the loss scaler skipped and where the scale stands.
   const std::string scaling = run.scaler->enabled()
@@ -258,7 +280,7 @@ int run_training(const TrainConfig& config) {
     const double lr = cosine_lr(run.base_lr, epoch, config.epochs);
     set_lr(*run.optimizer, lr);
     const auto epoch_start = Clock::now();
-    TrainedEpoch trained = train_epoch(run, epoch);
+    TrainedEpoch trained = train_epoch(run, epoch, lr);
     if (trained.stop_signal != 0) return stop_mid_epoch(run, epoch, trained);
     check_decode_failures(run, trained);
     BatchTotals val = validate(run);

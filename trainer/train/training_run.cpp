@@ -13,6 +13,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <limits>
 #include <stdexcept>
 
@@ -26,6 +27,7 @@
 #include "train/model_setup.h"
 #include "train/pipeline_plan.h"
 #include "train/pipeline_tuner.h"
+#include "train/scalars.h"
 #include "train/stop_signal.h"
 
 namespace dl::train {
@@ -294,15 +296,36 @@ TrainingRun::TrainingRun(const TrainConfig& cfg)
   }
   make_loaders(*this, workers);
 
-  monitor = std::make_unique<Monitor>(config.monitor_every,
-                                      [](const std::string& line) { spdlog::info("{}", line); });
+  // TensorBoard's events file, made last: a run refused during setup leaves none behind.
+  Monitor::FigureSink figures;
+  if (world.writes()) {
+    events =
+        std::make_unique<report::EventFile>(DirFd::open(config.run_dir), report::EventFile::now());
+    std::string runs = std::filesystem::path(config.run_dir).lexically_normal().parent_path();
+    if (runs.empty()) runs = ".";
+    spdlog::info("tensorboard: scalars in {} (view: tensorboard --logdir {})", events->path(),
+                 runs);
+    figures = [this](const MonitorFigures& f) {
+      try {
+        events->add(monitor_scalars(f), global_step.load());
+      } catch (const std::exception& e) {
+        spdlog::warn("monitor: {}", e.what());  // the monitor's thread must not end the run
+      }
+    };
+  }
+  monitor = std::make_unique<Monitor>(
+      config.monitor_every, [](const std::string& line) { spdlog::info("{}", line); },
+      std::string(), std::move(figures));
   terminal = world.writes() && isatty(STDOUT_FILENO) != 0;
   batches_per_epoch = config.limit_batches > 0
                           ? std::min(config.limit_batches, train_loader->batches_per_epoch())
                           : train_loader->batches_per_epoch();
 }
 
-TrainingRun::~TrainingRun() = default;
+// The monitor's thread writes to `events` and reads `global_step`: it stops before either goes.
+TrainingRun::~TrainingRun() {
+  monitor.reset();
+}
 
 model::CheckpointData TrainingRun::snapshot(int epochs_done, double val_acc) const {
   model::CheckpointData c;

@@ -8,6 +8,7 @@
 #include <c10/core/Device.h>
 #include <torch/optim/adamw.h>
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -18,6 +19,7 @@
 #include "data/loader.h"
 #include "model/checkpoint.h"
 #include "model/model.h"
+#include "report/event_file.h"
 #include "train/config.h"
 #include "train/data_setup.h"
 #include "train/device_feed.h"
@@ -59,11 +61,12 @@ struct TrainingRun {
   std::unique_ptr<StepRunner> runner;
   std::unique_ptr<data::Loader> train_loader;
   std::unique_ptr<data::Loader> val_loader;
-  std::unique_ptr<Monitor> monitor;
-  int batch_size = 0;                  // per rank: the smallest --batch-size of any rank
-  double base_lr = 0;                  // --lr, scaled by --lr-scaling over the ranks
-  std::int64_t batches_per_epoch = 0;  // --limit-batches, or the loader's full epoch
-  bool terminal = false;               // stdout is a terminal: a redrawn progress bar
+  std::unique_ptr<report::EventFile> events;  // rank 0's TensorBoard scalars
+  std::unique_ptr<Monitor> monitor;           // stopped first (~TrainingRun): it writes `events`
+  int batch_size = 0;                         // per rank: the smallest --batch-size of any rank
+  double base_lr = 0;                         // --lr, scaled by --lr-scaling over the ranks
+  std::int64_t batches_per_epoch = 0;         // --limit-batches, or the loader's full epoch
+  bool terminal = false;                      // stdout is a terminal: a redrawn progress bar
   std::string last_path, best_path;
   std::optional<RunLock> run_lock;  // rank 0's: one live run per run directory
 
@@ -71,9 +74,9 @@ struct TrainingRun {
   int start_epoch = 0;
   double best_val_acc = 0.0;
   double last_val_acc = 0.0;
-  std::int64_t global_step = 0;
-  std::int64_t skipped_total = 0;        // undecodable samples over all epochs
-  data::SkipCounts skip_counts_total{};  // skipped_total, by reason
+  std::atomic<std::int64_t> global_step{0};  // also read by the monitor's thread
+  std::int64_t skipped_total = 0;            // undecodable samples over all epochs
+  data::SkipCounts skip_counts_total{};      // skipped_total, by reason
 };
 
 }  // namespace dl::train
