@@ -2,6 +2,7 @@
 // checks, and each step's log line says what it chose.
 #include "train/training_run.h"
 
+#include <fmt/ranges.h>
 #include <spdlog/sinks/basic_file_sink.h>
 #include <spdlog/spdlog.h>
 #include <torch/torch.h>
@@ -43,6 +44,19 @@ void prepare_run_dir(const std::string& path) {
   if (access(path.c_str(), W_OK) != 0) {
     throw UserError(exit_code::kCantWrite,
                     "run directory " + path + " is not writable (" + std::strerror(errno) + ")");
+  }
+}
+
+// A run killed while it wrote a checkpoint (kill -9, the OOM killer, a lost node) left its
+// temporary file; the checkpoints themselves are whole (written by rename). Each save also
+// removes these, but a run that fails before its first save should not keep them either.
+void remove_interrupted_writes(const TrainingRun& run) {
+  for (const std::string& path : {run.last_path, run.best_path}) {
+    const std::vector<std::string> removed = remove_stale_temporaries(path);
+    if (!removed.empty()) {
+      spdlog::info("removed {} temporary file(s) of an interrupted checkpoint write: {}",
+                   removed.size(), fmt::join(removed, ", "));
+    }
   }
 }
 
@@ -226,6 +240,7 @@ TrainingRun::TrainingRun(const TrainConfig& cfg)
     // Everything logged also goes to the run's train.log.
     spdlog::default_logger()->sinks().push_back(
         std::make_shared<spdlog::sinks::basic_file_sink_mt>(config.run_dir + "/train.log"));
+    remove_interrupted_writes(*this);
   }
   if (config.threads > 0) torch::set_num_threads(config.threads);
   if (device.is_cuda()) at::globalContext().setBenchmarkCuDNN(true);
