@@ -1,11 +1,15 @@
 // POSIX implementation of the directory helpers and the atomic write (temporary file, fsync,
-// rename, fsync of the directory).
+// rename, fsync of the directory), and the removal of temporaries that dead writers left.
 #include "core/files.h"
 
+#include <dirent.h>
 #include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cstring>
 #include <stdexcept>
@@ -35,9 +39,20 @@ class TempFile {
     if (!renamed_) ::unlink(path_.c_str());
   }
 
+  // Created and locked: the lock (held until close, also released when the process dies) is
+  // what tells remove_stale_temporaries that this file is in use. A remover that locked the
+  // file between our open and our flock has unlinked the name by the time we get the lock:
+  // then the file is created again. Never opened through a link.
   void open() {
-    fd_ = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0664);
-    if (fd_ < 0) fail("cannot create", path_);
+    for (int attempt = 0; attempt < 8; ++attempt) {
+      fd_ = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0664);
+      if (fd_ < 0) fail("cannot create", path_);
+      if (lock_and_check_name()) return;
+      ::close(fd_);
+      fd_ = -1;
+    }
+    errno = EAGAIN;
+    fail("cannot create", path_);
   }
 
   void write_all(std::string_view bytes) {
@@ -64,12 +79,80 @@ class TempFile {
   }
 
  private:
+  // False when the name no longer leads to the file we opened. Where the file system has no
+  // flock the file stays unlocked, and removers, unable to lock it either, leave it alone.
+  bool lock_and_check_name() {
+    while (::flock(fd_, LOCK_EX) != 0) {
+      if (errno != EINTR) return true;
+    }
+    struct stat opened {};
+    struct stat named {};
+    return ::fstat(fd_, &opened) == 0 && ::lstat(path_.c_str(), &named) == 0 &&
+           opened.st_dev == named.st_dev && opened.st_ino == named.st_ino;
+  }
+
   std::string path_;
   int fd_ = -1;
   bool renamed_ = false;
 };
 
+std::string base_name(const std::string& path) {
+  const auto slash = path.rfind('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+// "<base>.tmp.<digits>": the names write_file_atomic gives its temporaries.
+bool is_temporary_of(const std::string& name, const std::string& base) {
+  const std::string prefix = base + ".tmp.";
+  if (name.size() <= prefix.size() || name.compare(0, prefix.size(), prefix) != 0) return false;
+  return std::all_of(name.begin() + static_cast<std::ptrdiff_t>(prefix.size()), name.end(),
+                     [](unsigned char c) { return std::isdigit(c) != 0; });
+}
+
+bool same_file(const struct stat& a, const struct stat& b) {
+  return a.st_dev == b.st_dev && a.st_ino == b.st_ino;
+}
+
+// Removes `name` in the directory `dir` when it is a regular file nobody holds locked. The
+// checks go through a descriptor opened without following links, and the name is unlinked
+// only while it still leads to the file that was locked.
+bool remove_if_stale(int dir, const std::string& name) {
+  struct stat before {};
+  if (::fstatat(dir, name.c_str(), &before, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(before.st_mode)) {
+    return false;
+  }
+  const int fd = ::openat(dir, name.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) return false;
+  bool removed = false;
+  struct stat opened {};
+  struct stat now {};
+  if (::fstat(fd, &opened) == 0 && S_ISREG(opened.st_mode) && same_file(before, opened) &&
+      ::flock(fd, LOCK_EX | LOCK_NB) == 0 &&
+      ::fstatat(dir, name.c_str(), &now, AT_SYMLINK_NOFOLLOW) == 0 && same_file(now, opened)) {
+    removed = ::unlinkat(dir, name.c_str(), 0) == 0;
+  }
+  ::close(fd);  // releases the lock
+  return removed;
+}
+
 }  // namespace
+
+std::vector<std::string> remove_stale_temporaries(const std::string& path) {
+  std::vector<std::string> removed;
+  const std::string base = base_name(path);
+  DIR* listing = ::opendir(parent_directory(path).c_str());
+  if (listing == nullptr) return removed;
+  std::vector<std::string> candidates;
+  while (const dirent* entry = ::readdir(listing)) {
+    if (is_temporary_of(entry->d_name, base)) candidates.emplace_back(entry->d_name);
+  }
+  for (const std::string& name : candidates) {
+    if (remove_if_stale(::dirfd(listing), name)) removed.push_back(name);
+  }
+  ::closedir(listing);
+  std::sort(removed.begin(), removed.end());
+  return removed;
+}
 
 std::string parent_directory(const std::string& path) {
   const auto slash = path.rfind('/');
@@ -90,6 +173,7 @@ void make_dirs(const std::string& path) {
 }
 
 void write_file_atomic(const std::string& path, std::string_view bytes) {
+  remove_stale_temporaries(path);
   TempFile temp(path + ".tmp." + std::to_string(::getpid()));
   temp.open();
   temp.write_all(bytes);

@@ -16,9 +16,18 @@ void make_dir(const std::string& path);
 void make_dirs(const std::string& path);
 
 // Writes "<path>.tmp.<pid>", fsyncs it, renames it over `path` and fsyncs the directory: a reader
-// sees the old file or the new one, never a part. The temporary file is removed on failure.
+// sees the old file or the new one, never a part. The temporary file is removed on failure, and
+// holds an flock until the rename, which marks it as in use. Temporaries of `path` that earlier
+// writers left (remove_stale_temporaries) are removed first.
 // Throws UserError 73 "<what failed> <file> (<reason>)".
 void write_file_atomic(const std::string& path, std::string_view bytes);
+
+// Removes what a writer of `path` killed mid-write (kill -9, OOM killer, power loss) left behind:
+// files named "<name of path>.tmp.<digits>" beside it that are regular files (links are neither
+// followed nor removed, nor is anything else) and that no process holds locked, so a write in
+// progress, in this process or another (another container's pid namespace too), is never touched.
+// Returns the names removed. Best effort: what cannot be examined or removed stays.
+std::vector<std::string> remove_stale_temporaries(const std::string& path);
 
 // The whole file. Throws std::runtime_error("<reason>") when it cannot be opened or read.
 std::vector<char> read_whole_file(const std::string& path);

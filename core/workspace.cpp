@@ -38,6 +38,12 @@ std::string check_workspace(const std::string& path, const std::string& source) 
   // access() honours read-only mounts for root too.
   if (access(path.c_str(), W_OK | X_OK) != 0) {
     const int err = errno;
+    if (err == EROFS) {
+      throw UserError(exit_code::kCantWrite,
+                      source + ": workspace " + path +
+                          " is on a read-only file system; runs/ and checkpoints are written "
+                          "there: mount it read-write (docker: drop ':ro' from the volume)");
+    }
     throw UserError(exit_code::kCantWrite,
                     source + ": workspace " + path + " is not writable by " +
                         describe_user(geteuid()) + " (" + std::strerror(err) + "; owned by " +

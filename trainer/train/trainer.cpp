@@ -244,9 +244,13 @@ void finish_epoch(TrainingRun& run, int epoch, double lr, TrainedEpoch& trained,
 
   const bool best = m.val_acc > run.best_val_acc || access(run.best_path.c_str(), F_OK) != 0;
   if (best) run.best_val_acc = std::max(run.best_val_acc, m.val_acc);
+  // best.pt before last.pt: last.pt records this epoch's accuracy as the best so far, so a run
+  // killed between the two writes must not resume from it with an older best.pt (the best
+  // weights would never be written). Killed before last.pt is written, --resume repeats this
+  // epoch and writes both again.
   const model::CheckpointData checkpoint = run.snapshot(epoch + 1, m.val_acc);
-  run.save(run.last_path, checkpoint);
   if (best) run.save(run.best_path, checkpoint);
+  run.save(run.last_path, checkpoint);
   if (run.world.writes()) append_metrics(run.config.run_dir + "/metrics.csv", m);
   if (run.events) run.events->add(epoch_scalars(m), run.global_step);
 

@@ -2,6 +2,7 @@
 // checks, and each step's log line says what it chose.
 #include "train/training_run.h"
 
+#include <fmt/ranges.h>
 #include <spdlog/sinks/basic_file_sink.h>
 #include <spdlog/spdlog.h>
 #include <torch/torch.h>
@@ -61,6 +62,19 @@ RunLock lock_run_dir(const std::string& path) {
     }
   }
   return RunLock::take(dir);
+}
+
+// A run killed while it wrote a checkpoint (kill -9, the OOM killer, a lost node) left its
+// temporary file; the checkpoints themselves are whole (written by rename). Each save also
+// removes these, but a run that fails before its first save should not keep them either.
+void remove_interrupted_writes(const TrainingRun& run) {
+  for (const std::string& path : {run.last_path, run.best_path}) {
+    const std::vector<std::string> removed = remove_stale_temporaries(path);
+    if (!removed.empty()) {
+      spdlog::info("removed {} temporary file(s) of an interrupted checkpoint write: {}",
+                   removed.size(), fmt::join(removed, ", "));
+    }
+  }
 }
 
 // Workers and compute threads: the user's numbers where given, the rest measured (pipeline_plan.h).
@@ -246,6 +260,7 @@ TrainingRun::TrainingRun(const TrainConfig& cfg)
     spdlog::default_logger()->sinks().push_back(
         std::make_shared<spdlog::sinks::basic_file_sink_mt>(config.run_dir + "/train.log"));
     spdlog::default_logger()->flush_on(spdlog::level::info);
+    remove_interrupted_writes(*this);
   }
   if (config.threads > 0) torch::set_num_threads(config.threads);
   if (device.is_cuda()) at::globalContext().setBenchmarkCuDNN(true);
