@@ -1,16 +1,19 @@
 #!/usr/bin/env bash
 # The sanitizer runs of the test suite: builds one of CMakePresets.json's sanitizer presets from
-# this source tree in a fixed folder outside the checkout, then runs the tests there.
+# this source tree in a fixed place outside the checkout, then runs its test preset there (the
+# presets hold the compiler flags, the sanitizers' settings and which tests run):
 #   asan  AddressSanitizer + UndefinedBehaviorSanitizer: every unit and integration test (the
-#         python ones included), the programs they start included, but those labelled
-#         image, static, cuda-build (shell checks of files, images and another build: no code of
-#         ours runs under the sanitizer), fuzz (the fuzz preset's own runs) and sanitizer (these).
-#   tsan  ThreadSanitizer: the data layer's tests (tests/unit/data: threads, the buffer pool, the
-#         loader's prefetching workers), built without LibTorch, whose uninstrumented OpenMP
+#         python ones included) and the programs they start, but those labelled image, static,
+#         cuda-build (shell checks of files and images, and a build with its own flags: no code
+#         of ours runs under the sanitizer), fuzz (the fuzz preset's own runs) and sanitizer
+#         (these two: a sanitized build does not register them either).
+#   tsan  ThreadSanitizer: the data layer's tests (label "data": the loader's worker threads and
+#         prefetch window, the buffer pool), built without LibTorch, whose uninstrumented OpenMP
 #         threads would read as races.
-# Any report fails the run: the sanitizers write to SAN_LOGS (one file per process, the children
-# that tests start included, whose exit status a test may not look at), and every file there is
-# printed. Suppressions (tests/sanitizers/*.supp) say for each entry whose code it is and why.
+# Any report fails the run: every process, the children that tests start included (whose exit
+# status a test may not look at), writes its reports to a file of its own under CACHE_DIR/<preset>/
+# logs (log_path), and the first is printed, then one line for each. Suppressions
+# (tests/sanitizers/*.supp) say for each entry whose code it is and why it is not ours.
 # Each preset has a fixed place, CACHE_DIR/<preset>, shared by every clone, one run at a time
 # (flock): src/, a copy of the source tree (files whose bytes changed are copied, the others keep
 # their times) and build/. With the paths the same from run to run, ninja rebuilds what changed
@@ -22,8 +25,7 @@
 # Exit codes: 0 passed; 64 bad arguments; anything else failed (the step is named).
 set -euo pipefail
 
-here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-src=$(cd "$here/../.." && pwd)
+src=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 preset=${1:-}
 cache=${2:-/var/cache/dl-tools/sanitizer-build}
 case "$preset" in
@@ -104,8 +106,13 @@ echo "sanitizers: $preset tests: $((SECONDS - step_started)) s"
 grep -E 'tests passed|tests failed|Total Test time' "$work/ctest.log" | sed 's/^/sanitizers:   /'
 echo "sanitizers:   $(grep -c '\*\*\*Skipped' "$work/ctest.log" || true) skipped"
 
-# The first report in full, then one line for each (the files stay in $logs until the next run).
-mapfile -t reports < <(find "$logs" -type f | sort)
+# A report ends with a SUMMARY line; a file without one holds a warning only (ASan's "failed to
+# allocate" where a test makes an allocation fail on purpose), listed but not a failure. The
+# first report in full, then one line for each (the files stay in $logs until the next run).
+while IFS= read -r note; do
+  echo "sanitizers: note, not a report: $note: $(head -1 "$note")"
+done < <(find "$logs" -type f -exec grep -L '^SUMMARY: ' {} + | sort)
+mapfile -t reports < <(find "$logs" -type f -exec grep -l '^SUMMARY: ' {} + | sort)
 if [ "${#reports[@]}" -gt 0 ]; then
   echo "sanitizers: ${reports[0]}:" >&2
   head -80 "${reports[0]}" >&2
