@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Configures and builds one of CMakePresets.json's presets into build/<preset> (Ninja, and ccache
-# when present): release (the default: both programs, the tests, the benchmarks), debug
-# (sanitizers), programs (dl-launch and dl-train only), image (the Dockerfile's build stage).
+# when present): release (the default: both programs, the tests, the benchmarks), asan and tsan
+# (AddressSanitizer + UBSan, ThreadSanitizer: docs/sanitizers.md), programs (dl-launch and
+# dl-train only), image (the Dockerfile's build stage).
 # `cmake --list-presets` lists them. Where CI=true, compiler warnings are errors (the presets'
 # DL_WERROR follows CI); elsewhere they are shown.
 #

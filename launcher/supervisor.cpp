@@ -77,10 +77,12 @@ struct TerminalBack {
   }
 };
 
-// The launcher's environment with the spec's variables on top.
+// The launcher's environment with the spec's variables on top. set(), not env[k]: Boost 1.74's
+// environment::find (behind operator[]) compares "k=" with each entry without minding the entry's
+// length, reading past any shorter one (AddressSanitizer: heap-buffer-overflow); set() checks it.
 bp::environment program_environment(const SpawnSpec& spec) {
   bp::environment env = boost::this_process::environment();
-  for (const auto& [k, v] : spec.env) env[k] = v;
+  for (const auto& [k, v] : spec.env) env.set(k, v);
   return env;
 }
 

@@ -93,10 +93,20 @@ TEST(ProbeMode, OutOfMemoryIsCaughtAndReported) {
   // 3 GB of address space: the first convolution's output at batch 100000 (10 GB) cannot be
   // allocated, and LibTorch's CPU allocator says so ("can't allocate memory") instead of the
   // kernel killing the process.
+#if defined(__SANITIZE_ADDRESS__)
+  // AddressSanitizer reserves terabytes of address space for its shadow at start-up, which ulimit
+  // -v forbids; its allocator refuses any one allocation over 3000 MB instead, the same refusal.
+  const char* asan = std::getenv("ASAN_OPTIONS");
+  EnvVars env = kOneThread;
+  env.emplace_back("ASAN_OPTIONS", std::string(asan != nullptr ? asan : "") +
+                                       ":allocator_may_return_null=1:max_allocation_size_mb=3000");
+  Process p(in_directory(ws.path(), {kTrain, "--probe-batch", "100000"}), env, kSchedulerVars);
+#else
   Process p(
       in_directory(ws.path(), {"/bin/sh", "-c",
                                "ulimit -v 3000000; exec \"$0\" --probe-batch 100000", kTrain}),
       kOneThread, kSchedulerVars);
+#endif
   const Result r = p.wait(kTimeout);
   ASSERT_EQ(r.code, 0) << "out of memory is an answer, not a failure\n" << show(r);
   const dl::JsonValue j = probe_json(r);
