@@ -163,7 +163,9 @@ TEST(JpegRegion, RefusesImagesAboveOpenCvsPixelLimit) {
   std::vector<std::uint8_t> buffer;
   JpegRegion r;
   auto whole = [](int h, int w) { return Window{0, 0, h, w}; };
-  EXPECT_FALSE(decode_jpeg_window(bytes.data(), bytes.size(), 1, whole, buffer, &r));
+  // Even with no pixel limit of the caller's (--max-image-pixels), OpenCV's own holds.
+  EXPECT_EQ(decode_jpeg_window(bytes.data(), bytes.size(), 1, kNoLimit, whole, buffer, &r),
+            JpegOutcome::kNotHandled);
   EXPECT_TRUE(buffer.empty());
   // The fallback decoder refuses it too (file_list_source.cpp counts that as undecodable).
   EXPECT_THROW(cv::imdecode(bytes, cv::IMREAD_GRAYSCALE), cv::Exception);
