@@ -347,11 +347,22 @@ TEST(TrainerDiskFull, CheckpointFailsWith73KeepingThePreviousOneWhole) {
 
 // The workspace bind-mounted read-only (EROFS: root cannot write either), once empty and once
 // with the run directory of an earlier run: refused before the data are read.
+// Whether `dir` can be bind-mounted read-only in a private mount namespace here: not in a chroot
+// (unshare cannot change the root's propagation there) nor without the capability.
+bool can_make_read_only(const std::string& unshare, const std::string& dir) {
+  return run({unshare, "-m", "sh", "-c",
+              "mount --bind \"$0\" \"$0\" && mount -o remount,bind,ro \"$0\"", dir})
+             .code == 0;
+}
+
 TEST(TrainerReadOnly, WorkspaceRefusedWith73BeforeAnythingStarts) {
   const std::string unshare = find_program("unshare");
   if (unshare.empty()) GTEST_SKIP() << "unshare not in PATH";
   if (geteuid() != 0) GTEST_SKIP() << "bind mounts need root";
   TempDir ws, data;
+  if (!can_make_read_only(unshare, ws.path())) {
+    GTEST_SKIP() << "cannot bind-mount read-only in a mount namespace here";
+  }
   write_synthetic_idx(data.path(), 64, 16);
   auto read_only = [&](const std::string& name) {
     const std::string script =
@@ -387,6 +398,9 @@ TEST(LauncherReadOnly, WorkspaceRefusedWith73BeforeAnythingStarts) {
   if (unshare.empty()) GTEST_SKIP() << "unshare not in PATH";
   if (geteuid() != 0) GTEST_SKIP() << "bind mounts need root";
   TempDir ws;
+  if (!can_make_read_only(unshare, ws.path())) {
+    GTEST_SKIP() << "cannot bind-mount read-only in a mount namespace here";
+  }
   const std::string script =
       "mount --bind \"$0\" \"$0\" && mount -o remount,bind,ro \"$0\" || exit 99\nexec \"$@\"\n";
   const Result r = run({unshare, "-m", "sh", "-c", script, ws.path(), kLaunch, "--workspace",
