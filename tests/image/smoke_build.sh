@@ -113,10 +113,12 @@ in_image env DL_EPOCHS=1 dl-launch --limit-batches 20 --name smoke 2>&1 | tee "$
 grep -q 'done: validation accuracy' "$work/train.log" ||
   { echo "smoke: the training run did not end with its 'done:' line" >&2; exit 1; }
 
-# The host user's case: a workspace owned by someone else (uid 65534 here). dl-launch runs the
-# trainer as that user, who must reach /root/workspace and own what it writes.
-echo "smoke: \$ chown 65534:65534 /root/workspace && DL_EPOCHS=1 dl-launch --limit-batches 5 --name owned"
-in_image sh -c 'mkdir -p /root/workspace && chown 65534:65534 /root/workspace &&
+# The host user's case: a workspace owned by someone else (uid 65534 here), all of it, as a host
+# user's directory is. dl-launch runs the trainer as that user and writes with their credentials,
+# so they must reach /root/workspace and own what it writes (runs/ included: the run above made it
+# as root, and root's runs/ would be closed to them).
+echo "smoke: \$ chown -R 65534:65534 /root/workspace && DL_EPOCHS=1 dl-launch --limit-batches 5 --name owned"
+in_image sh -c 'mkdir -p /root/workspace && chown -R 65534:65534 /root/workspace &&
   DL_EPOCHS=1 dl-launch --limit-batches 5 --monitor-every 0 --name owned &&
   stat -c "%u:%g %n" /root/workspace/runs/owned/last.pt' 2>&1 | tee "$work/owned.log"
 grep -q '^65534:65534 /root/workspace/runs/owned/last.pt$' "$work/owned.log" ||
