@@ -61,20 +61,7 @@ run="$ws/runs/kill"
 mkdir -p "$ws" "$dir/data"
 
 # 16 training and 4 test images of Fashion-MNIST as raw IDX files.
-"$python" - "$fashion" "$dir/data" <<'EOF'
-import gzip, struct, sys
-src, out = sys.argv[1], sys.argv[2]
-for name, count, header, item in (("train-images-idx3-ubyte", 16, 16, 784),
-                                  ("train-labels-idx1-ubyte", 16, 8, 1),
-                                  ("t10k-images-idx3-ubyte", 4, 16, 784),
-                                  ("t10k-labels-idx1-ubyte", 4, 8, 1)):
-    with gzip.open(f"{src}/{name}.gz") as f:
-        data = f.read(header + count * item)
-    head = bytearray(data[:header])
-    struct.pack_into(">I", head, 4, count)
-    with open(f"{out}/{name}", "wb") as f:
-        f.write(bytes(head) + data[header:])
-EOF
+"$python" "$here/fashion_subset.py" "$fashion" "$dir/data" 16 4
 
 # Prints "<file>:<epoch>" for every checkpoint, or "<file>:BAD(<reason>)"; exit 1 if any is bad.
 cat > "$dir/check.py" <<'EOF'

@@ -60,20 +60,7 @@ trap cleanup EXIT
 mkdir -p "$dir/data" "$dir/ws"
 
 # The first `train` and `val` images of Fashion-MNIST as raw IDX files.
-"$python" - "$fashion" "$dir/data" "$train" "$val" <<'EOF'
-import gzip, struct, sys
-src, out, train, val = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
-for name, count, header, item in (("train-images-idx3-ubyte", train, 16, 784),
-                                  ("train-labels-idx1-ubyte", train, 8, 1),
-                                  ("t10k-images-idx3-ubyte", val, 16, 784),
-                                  ("t10k-labels-idx1-ubyte", val, 8, 1)):
-    with gzip.open(f"{src}/{name}.gz") as f:
-        data = f.read(header + count * item)
-    head = bytearray(data[:header])
-    struct.pack_into(">I", head, 4, count)
-    with open(f"{out}/{name}", "wb") as f:
-        f.write(bytes(head) + data[header:])
-EOF
+"$python" "$here/fashion_subset.py" "$fashion" "$dir/data" "$train" "$val"
 
 status_kib() { awk -v k="$1:" '$1 == k {print $2}' "/proc/$pid/status"; }
 mkfifo "$dir/out"
