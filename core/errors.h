@@ -24,9 +24,11 @@ constexpr int kInternal = 70;     // a bug: please report it
 constexpr int kCantWrite = 73;    // workspace or run directory not writable
 constexpr int kInUse = 74;        // the run directory is locked by a run still alive
 constexpr int kRendezvous =
-    75;  // the ranks could not meet (timeout, port in use), or a peer failed
-constexpr int kNoPermission = 77;  // config file not readable
-constexpr int kDiverged = 80;      // the loss became NaN or infinite (dl-train)
+    75;                        // the ranks could not meet (timeout, port in use), or a peer failed
+constexpr int kMismatch = 76;  // weights, checkpoint and data that do not fit each other
+constexpr int kNoPermission = 77;    // config file not readable
+constexpr int kSomeUnreadable = 79;  // predict: some inputs could not be decoded (the rest were)
+constexpr int kDiverged = 80;        // the loss became NaN or infinite (dl-train)
 constexpr int kNotExecutable = 126;
 constexpr int kNotFound = 127;  // the command to start does not exist
 }  // namespace exit_code
@@ -58,11 +60,17 @@ inline constexpr ExitCodeRow kExitCodes[] = {
      "run directory or checkpoint not writable"},
     {"74", "the run name is in use: another run with it is alive (its PID is named)",
      "the run directory is in use by another run still alive (its PID is named)"},
+    {"76", "",
+     "--init-from weights or a checkpoint that do not fit the model (another architecture, no "
+     "matching names), or a data set whose classes differ from the checkpoint's"},
     {"75",
      "the ranks of a distributed run could not be started (no free port, node list unreadable)",
      "the ranks could not meet (rendezvous timeout, port in use) or a collective failed (a peer "
      "died, --dist-timeout passed)"},
     {"77", "config file not readable", "config file not readable"},
+    {"79", "",
+     "predict: some inputs could not be decoded (each is named in the CSV; the rest were "
+     "predicted)"},
     {"80", "", "the loss became NaN or infinite (the last good checkpoint is kept)"},
     {"126", "the command is not executable, or cannot be started as the workspace's owner", ""},
     {"127", "the command (or the trainer) was not found", ""},
