@@ -60,13 +60,13 @@ inline constexpr ExitCodeRow kExitCodes[] = {
      "run directory or checkpoint not writable"},
     {"74", "the run name is in use: another run with it is alive (its PID is named)",
      "the run directory is in use by another run still alive (its PID is named)"},
-    {"76", "",
-     "--init-from weights or a checkpoint that do not fit the model (another architecture, no "
-     "matching names), or a data set whose classes differ from the checkpoint's"},
     {"75",
      "the ranks of a distributed run could not be started (no free port, node list unreadable)",
      "the ranks could not meet (rendezvous timeout, port in use) or a collective failed (a peer "
      "died, --dist-timeout passed)"},
+    {"76", "",
+     "--init-from weights or a checkpoint that do not fit the model (another architecture, no "
+     "matching names), or a data set whose classes differ from the checkpoint's"},
     {"77", "config file not readable", "config file not readable"},
     {"79", "",
      "predict: some inputs could not be decoded (each is named in the CSV; the rest were "
