@@ -20,7 +20,7 @@ import subprocess
 import sys
 import tempfile
 
-CURVES = {"loss": 2, "accuracy": 2, "lr": 1, "throughput": 1, "data-wait": 1}
+CURVES = {"loss": 2, "accuracy": 2, "lr": 1, "throughput": 1, "data-wait": 1, "epoch-time": 1}
 
 
 class Dom(html.parser.HTMLParser):
@@ -211,7 +211,7 @@ def main():
         print("report_check.py: FAIL " + f)
     if failures:
         return 1
-    print("report_check.py: %s ok: %d epoch(s) on 7 curves, %dx%d confusion, plan %s, state %s, "
+    print("report_check.py: %s ok: %d epoch(s) on 8 curves, %dx%d confusion, plan %s, state %s, "
           "script ran, console silent, no network URL" % (args.report, args.epochs, args.classes,
                                                           args.classes, args.plan, args.state))
     return 0

@@ -186,6 +186,13 @@ std::string curves(const RunReport& r) {
   wait.series.push_back(epoch_series(r, "data wait", "#dc2626",
                                      [](const EpochPoint& e) { return e.data_wait_percent; }));
   out += render_line_chart(wait);
+
+  LineChart time = epoch_chart("epoch-time", "Epoch time", "seconds (training + validation)");
+  time.y_min = 0;
+  time.y_format = "%.1f s";
+  time.series.push_back(
+      epoch_series(r, "epoch time", "#475569", [](const EpochPoint& e) { return e.seconds; }));
+  out += render_line_chart(time);
   return out + "</div></section>";
 }
 

@@ -68,8 +68,8 @@ TEST(RunReport, ReloadsOnlyWhileTheRunLives) {
 
 TEST(RunReport, OneMarkerPerEpochOnEachCurve) {
   const std::string html = render_run_report(sample(4));
-  // loss and accuracy: train and validation; lr, throughput, data wait: one series each.
-  EXPECT_EQ(count(html, "class=\"pt\""), 4u * 7u);
+  // loss and accuracy: train and validation; lr, throughput, data wait, epoch time: one each.
+  EXPECT_EQ(count(html, "class=\"pt\""), 4u * 8u);
   EXPECT_EQ(count(html, "data-series=\"validation\" data-x=\"4\""), 2u);
   EXPECT_THAT(html, HasSubstr(">epoch</text>"));
   EXPECT_THAT(html, HasSubstr(">samples/s</text>"));
@@ -81,7 +81,7 @@ TEST(RunReport, NotesWhatIsNotThereYet) {
   const std::string html = render_run_report(r);
   EXPECT_THAT(html, HasSubstr("id=\"no-confusion\">no validation yet"));
   EXPECT_THAT(html, HasSubstr("id=\"no-plan\">no plan.json"));
-  EXPECT_EQ(count(html, "no epoch finished yet"), 5u);
+  EXPECT_EQ(count(html, "no epoch finished yet"), 6u);
   EXPECT_THAT(html, HasSubstr("none yet"));  // the best checkpoint
 }
 
