@@ -8,6 +8,7 @@
 #include <ctime>
 #include <exception>
 #include <filesystem>
+#include <utility>
 
 #include "core/files.h"
 #include "report/plan_summary.h"
@@ -98,6 +99,12 @@ void LiveReport::add_figures(const MonitorFigures& f) {
     p.gpus.push_back({g.index, g.load_percent, mem});
   }
   history_.add(p);
+}
+
+void LiveReport::set_confusion(std::vector<std::string> class_names,
+                               std::vector<std::int64_t> counts) {
+  page_.class_names = std::move(class_names);
+  page_.confusion = std::move(counts);
 }
 
 void LiveReport::epoch_done(const TrainingRun& run, const EpochMetrics& m) {

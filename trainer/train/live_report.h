@@ -5,7 +5,9 @@
 #pragma once
 
 #include <chrono>
+#include <cstdint>
 #include <string>
+#include <vector>
 
 #include "core/dir_fd.h"
 #include "report/metrics_history.h"
@@ -24,6 +26,10 @@ class LiveReport {
 
   // A monitor sample (called from the monitor's thread).
   void add_figures(const MonitorFigures& f);
+
+  // The last validation's confusion matrix (counts[true * K + predicted], K = names.size()),
+  // shown from the next write on; counts that do not fit the names show as none.
+  void set_confusion(std::vector<std::string> class_names, std::vector<std::int64_t> counts);
 
   // After epoch `m`'s checkpoints and metrics: the page with it.
   void epoch_done(const TrainingRun& run, const EpochMetrics& m);
