@@ -211,7 +211,7 @@ def main():
         print("report_check.py: FAIL " + f)
     if failures:
         return 1
-    print("report_check.py: %s ok: %d epoch(s) on 8 curves, %dx%d confusion, plan %s, state %s, "
+    print("report_check.py: %s ok: %d epoch(s) on 6 charts (8 series), %dx%d confusion, plan %s, state %s, "
           "script ran, console silent, no network URL" % (args.report, args.epochs, args.classes,
                                                           args.classes, args.plan, args.state))
     return 0
