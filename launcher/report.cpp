@@ -222,6 +222,10 @@ std::string render_text(const Launch& l, bool dry_run) {
   out << "\n  workspace  " << l.workspace << "\n";
   if (l.config_file) out << "  config     " << *l.config_file << "\n";
   out << "  run dir    " << l.run_dir << (dry_run ? "  (not created: dry run)" : "") << "\n";
+  if (!dry_run) {
+    out << "  report     " << l.run_dir << "/report.html  (dl-train rewrites it at each epoch "
+        << "end; open it in a browser)\n";
+  }
   if (l.run_as) {
     out << "  user       " << describe_user(l.run_as->uid) << ", group " << l.run_as->gid
         << "  (the workspace's owner: its files stay theirs; --run-as-owner false runs as root)\n";

@@ -253,6 +253,7 @@ void finish_epoch(TrainingRun& run, int epoch, double lr, TrainedEpoch& trained,
   run.save(run.last_path, checkpoint);
   if (run.world.writes()) append_metrics(run.config.run_dir + "/metrics.csv", m);
   if (run.events) run.events->add(epoch_scalars(m), run.global_step);
+  if (run.report) run.report->epoch_done(run, m);
 
   // fp16 says how many steps the loss scaler skipped and where the scale stands.
   const std::string scaling = run.scaler->enabled()
@@ -275,17 +276,23 @@ void finish_epoch(TrainingRun& run, int epoch, double lr, TrainedEpoch& trained,
   }
 }
 
-}  // namespace
-
-int run_training(const TrainConfig& config) {
-  install_stop_handlers();
-  TrainingRun run(config);
+// The epochs, from the first not yet done; returns the exit code.
+int train_epochs(TrainingRun& run) {
+  const TrainConfig& config = run.config;
   for (int epoch = run.start_epoch; epoch < config.epochs; ++epoch) {
     const double lr = cosine_lr(run.base_lr, epoch, config.epochs);
     set_lr(*run.optimizer, lr);
     const auto epoch_start = Clock::now();
     TrainedEpoch trained = train_epoch(run, epoch, lr);
-    if (trained.stop_signal != 0) return stop_mid_epoch(run, epoch, trained);
+    if (trained.stop_signal != 0) {
+      const int code = stop_mid_epoch(run, epoch, trained);
+      if (run.report) {
+        run.report->finish(report::RunState::kStopped,
+                           fmt::format("{} received in epoch {}; --resume continues the run",
+                                       strsignal(trained.stop_signal), epoch + 1));
+      }
+      return code;
+    }
     check_decode_failures(run, trained);
     BatchTotals val = validate(run);
     finish_epoch(run, epoch, lr, trained, val, seconds_since(epoch_start));
@@ -297,7 +304,26 @@ int run_training(const TrainConfig& config) {
   spdlog::info("done: validation accuracy {:.2f}% (best {:.2f}%); checkpoints {} and {}{}",
                100.0 * run.last_val_acc, 100.0 * run.best_val_acc, run.last_path, run.best_path,
                run.world.writes() ? "" : " (written by rank 0)");
+  if (run.report) {
+    run.report->finish(report::RunState::kFinished,
+                       fmt::format("done: validation accuracy {:.2f}% (best {:.2f}%)",
+                                   100.0 * run.last_val_acc, 100.0 * run.best_val_acc));
+  }
   return exit_code::kOk;
+}
+
+}  // namespace
+
+int run_training(const TrainConfig& config) {
+  install_stop_handlers();
+  TrainingRun run(config);
+  try {
+    return train_epochs(run);
+  } catch (const std::exception& e) {
+    // The page says how the run ended; the error itself is reported by the caller.
+    if (run.report) run.report->finish(report::RunState::kFailed, e.what());
+    throw;
+  }
 }
 
 }  // namespace dl::train

@@ -320,7 +320,10 @@ TrainingRun::TrainingRun(const TrainConfig& cfg)
     if (runs.empty()) runs = ".";
     spdlog::info("tensorboard: scalars in {} (view: tensorboard --logdir {})", events->path(),
                  runs);
+    report = std::make_unique<LiveReport>(*this);
+    spdlog::info("report: {} (rewritten at each epoch end)", report->path());
     figures = [this](const MonitorFigures& f) {
+      report->add_figures(f);
       try {
         events->add(monitor_scalars(f), global_step.load());
       } catch (const std::exception& e) {

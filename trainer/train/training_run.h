@@ -25,6 +25,7 @@
 #include "train/device_feed.h"
 #include "train/distributed_step.h"
 #include "train/grad_scaler.h"
+#include "train/live_report.h"
 #include "train/monitor.h"
 #include "train/precision.h"
 #include "train/train_step.h"
@@ -62,6 +63,7 @@ struct TrainingRun {
   std::unique_ptr<data::Loader> train_loader;
   std::unique_ptr<data::Loader> val_loader;
   std::unique_ptr<report::EventFile> events;  // rank 0's TensorBoard scalars
+  std::unique_ptr<LiveReport> report;         // rank 0's report.html
   std::unique_ptr<Monitor> monitor;           // stopped first (~TrainingRun): it writes `events`
   int batch_size = 0;                         // per rank: the smallest --batch-size of any rank
   double base_lr = 0;                         // --lr, scaled by --lr-scaling over the ranks

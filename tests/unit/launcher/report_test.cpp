@@ -96,14 +96,16 @@ TEST(ReportText, RunSectionAndWarnings) {
   EXPECT_THAT(text, HasSubstr("  workspace  /ws\n"));
   EXPECT_THAT(text, HasSubstr("  config     /ws/dl.conf\n"));
   EXPECT_THAT(text, HasSubstr("  run dir    /ws/runs/r1\n"));
+  EXPECT_THAT(text, HasSubstr("  report     /ws/runs/r1/report.html  (dl-train rewrites it"));
   EXPECT_THAT(text, Not(HasSubstr("dry run")));
   EXPECT_THAT(text, Not(HasSubstr("  user ")));  // no run_as: the launcher's own user
   EXPECT_THAT(text, HasSubstr("\nwarnings\n  ! /dev/shm is small\n"));
 }
 
 TEST(ReportText, DryRunSaysTheRunDirectoryIsNotCreated) {
-  EXPECT_THAT(render_text(gpu_launch(), true),
-              HasSubstr("  run dir    /ws/runs/r1  (not created: dry run)\n"));
+  const std::string text = render_text(gpu_launch(), true);
+  EXPECT_THAT(text, HasSubstr("  run dir    /ws/runs/r1  (not created: dry run)\n"));
+  EXPECT_THAT(text, Not(HasSubstr("report.html")));
 }
 
 TEST(ReportText, CpuMachineWithMeasuredWorkersAndUnknownData) {

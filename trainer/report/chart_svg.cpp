@@ -1,0 +1,185 @@
+// SVG line charts (chart_svg.h). The drawing is in a fixed coordinate system (viewBox) that the
+// page scales to its column; sizes below are in those units.
+#include "report/chart_svg.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+
+#include "report/html_text.h"
+
+namespace dl::report {
+namespace {
+
+constexpr double kWidth = 440, kHeight = 230;
+constexpr double kLeft = 58, kRight = 14, kTop = 12, kBottom = 44;
+
+std::string num(double v) {  // a coordinate
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f", v);
+  return buf;
+}
+
+struct Range {
+  double lo = std::numeric_limits<double>::infinity();
+  double hi = -std::numeric_limits<double>::infinity();
+  void add(double v) {
+    if (!std::isfinite(v)) return;
+    lo = std::min(lo, v);
+    hi = std::max(hi, v);
+  }
+  bool empty() const { return !(lo <= hi); }
+};
+
+double step_of(const std::vector<double>& ticks) {
+  return ticks.size() >= 2 ? ticks[1] - ticks[0] : 1.0;
+}
+
+std::string legend(const LineChart& c) {
+  std::string out = "<span class=\"legend\">";
+  for (const auto& s : c.series) {
+    out += "<span class=\"key\"><i style=\"background:" + html_escape(s.color) + "\"" +
+           (s.dashed ? " class=\"dash\"" : "") + "></i>" + html_escape(s.name) + "</span>";
+  }
+  return out + "</span>";
+}
+
+}  // namespace
+
+std::vector<double> nice_ticks(double lo, double hi, int target) {
+  if (!std::isfinite(lo) || !std::isfinite(hi)) return {0, 1};
+  if (hi < lo) std::swap(lo, hi);
+  if (hi - lo < 1e-12 * std::max(1.0, std::fabs(hi))) {
+    const double pad = lo == 0 ? 1.0 : std::fabs(lo) * 0.1;
+    lo -= pad;
+    hi += pad;
+  }
+  const double raw = (hi - lo) / std::max(1, target);
+  const double magnitude = std::pow(10.0, std::floor(std::log10(raw)));
+  double step = magnitude;
+  for (const double m : {1.0, 2.0, 5.0, 10.0}) {
+    step = m * magnitude;
+    if (step >= raw) break;
+  }
+  const double first = std::floor(lo / step + 1e-9) * step;
+  std::vector<double> ticks;
+  for (double t = first; ticks.size() < 50; t += step) {
+    ticks.push_back(std::fabs(t) < step * 1e-9 ? 0.0 : t);
+    if (t >= hi - step * 1e-9) break;
+  }
+  return ticks;
+}
+
+std::string tick_label(double value, double step) {
+  const double big = std::max(std::fabs(value), std::fabs(step));
+  if (big >= 1e5 || (big > 0 && big < 1e-4)) return format_value("%.2g", value);
+  const int decimals = step >= 1 ? 0 : static_cast<int>(std::ceil(-std::log10(step) - 1e-9));
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", std::min(decimals, 6), value);
+  return buf;
+}
+
+std::string render_line_chart(const LineChart& c) {
+  std::string out = "<figure class=\"chart\" data-chart=\"" + html_escape(c.id) + "\">";
+  out += "<figcaption><b>" + html_escape(c.title) + "</b>" + legend(c) +
+         "<span class=\"readout\"></span></figcaption>";
+  out += "<svg viewBox=\"0 0 " + num(kWidth) + " " + num(kHeight) +
+         "\" role=\"img\" aria-label=\"" + html_escape(c.title) + "\">";
+
+  Range xr, yr;
+  for (const auto& s : c.series) {
+    for (std::size_t i = 0; i < s.x.size() && i < s.y.size(); ++i) {
+      if (!std::isfinite(s.y[i])) continue;
+      xr.add(s.x[i]);
+      yr.add(s.y[i]);
+    }
+  }
+  const double plot_w = kWidth - kLeft - kRight, plot_h = kHeight - kTop - kBottom;
+  if (xr.empty()) {
+    out += "<rect class=\"frame\" x=\"" + num(kLeft) + "\" y=\"" + num(kTop) + "\" width=\"" +
+           num(plot_w) + "\" height=\"" + num(plot_h) + "\"/>";
+    out += "<text class=\"empty\" x=\"" + num(kLeft + plot_w / 2) + "\" y=\"" +
+           num(kTop + plot_h / 2) + "\" text-anchor=\"middle\">" + html_escape(c.empty_text) +
+           "</text></svg></figure>";
+    return out;
+  }
+  if (c.y_min) yr.lo = std::min(yr.lo, *c.y_min);
+  if (c.y_max) yr.hi = std::max(yr.hi, *c.y_max);
+  std::vector<double> yt = nice_ticks(yr.lo, yr.hi, 5);
+  if (c.y_min && c.y_max && *c.y_min <= yr.lo && *c.y_max >= yr.hi) {
+    yt = nice_ticks(*c.y_min, *c.y_max, 5);
+  }
+  std::vector<double> xt;
+  if (c.integer_x) {
+    // Whole numbers only; one epoch is shown as a range of one around it.
+    double lo = std::floor(xr.lo), hi = std::ceil(xr.hi);
+    if (hi - lo < 1) hi = lo + 1;
+    xt = nice_ticks(lo, hi, std::min(8, static_cast<int>(hi - lo)));
+    if (step_of(xt) < 1) xt = nice_ticks(lo, hi, 1);
+  } else {
+    xt = nice_ticks(xr.lo, xr.hi, 6);
+  }
+  const double x0 = xt.front(), x1 = xt.back(), y0 = yt.front(), y1 = yt.back();
+  auto px = [&](double x) { return kLeft + (x - x0) / (x1 - x0) * plot_w; };
+  auto py = [&](double y) { return kTop + plot_h - (y - y0) / (y1 - y0) * plot_h; };
+
+  // Grid and ticks.
+  const double ystep = step_of(yt), xstep = step_of(xt);
+  for (const double t : yt) {
+    out += "<line class=\"grid\" x1=\"" + num(kLeft) + "\" x2=\"" + num(kLeft + plot_w) +
+           "\" y1=\"" + num(py(t)) + "\" y2=\"" + num(py(t)) + "\"/>";
+    out += "<text class=\"tick\" x=\"" + num(kLeft - 6) + "\" y=\"" + num(py(t) + 4) +
+           "\" text-anchor=\"end\">" + tick_label(t, ystep) + "</text>";
+  }
+  for (const double t : xt) {
+    out += "<line class=\"grid\" x1=\"" + num(px(t)) + "\" x2=\"" + num(px(t)) + "\" y1=\"" +
+           num(kTop) + "\" y2=\"" + num(kTop + plot_h) + "\"/>";
+    out += "<text class=\"tick\" x=\"" + num(px(t)) + "\" y=\"" + num(kTop + plot_h + 16) +
+           "\" text-anchor=\"middle\">" + tick_label(t, xstep) + "</text>";
+  }
+  out += "<rect class=\"frame\" x=\"" + num(kLeft) + "\" y=\"" + num(kTop) + "\" width=\"" +
+         num(plot_w) + "\" height=\"" + num(plot_h) + "\"/>";
+  out += "<text class=\"axis\" x=\"" + num(kLeft + plot_w / 2) + "\" y=\"" + num(kHeight - 6) +
+         "\" text-anchor=\"middle\">" + html_escape(c.x_label) + "</text>";
+  out += "<text class=\"axis\" transform=\"translate(14 " + num(kTop + plot_h / 2) +
+         ") rotate(-90)\" text-anchor=\"middle\">" + html_escape(c.y_label) + "</text>";
+
+  // The lines (broken at non-finite values), then the markers above them.
+  for (const auto& s : c.series) {
+    const std::string stroke = html_escape(s.color);
+    std::string points;
+    auto flush = [&] {
+      if (points.empty()) return;
+      out += "<polyline class=\"line\" fill=\"none\" stroke=\"" + stroke + "\"" +
+             (s.dashed ? " stroke-dasharray=\"5 3\"" : "") + " points=\"" + points + "\"/>";
+      points.clear();
+    };
+    for (std::size_t i = 0; i < s.x.size() && i < s.y.size(); ++i) {
+      if (!std::isfinite(s.y[i]) || !std::isfinite(s.x[i])) {
+        flush();
+        continue;
+      }
+      if (!points.empty()) points += ' ';
+      points += num(px(s.x[i])) + "," + num(py(s.y[i]));
+    }
+    flush();
+  }
+  if (c.markers) {
+    for (const auto& s : c.series) {
+      const std::string name = html_escape(s.name);
+      for (std::size_t i = 0; i < s.x.size() && i < s.y.size(); ++i) {
+        if (!std::isfinite(s.y[i]) || !std::isfinite(s.x[i])) continue;
+        const std::string value = format_value(c.y_format.c_str(), s.y[i]);
+        out += "<circle class=\"pt\" r=\"3.2\" cx=\"" + num(px(s.x[i])) + "\" cy=\"" +
+               num(py(s.y[i])) + "\" fill=\"" + html_escape(s.color) + "\" data-series=\"" + name +
+               "\" data-x=\"" + format_value("%g", s.x[i]) + "\" data-y=\"" + value + "\"><title>" +
+               name + ", " + html_escape(c.x_label) + " " + format_value("%g", s.x[i]) + ": " +
+               value + "</title></circle>";
+      }
+    }
+  }
+  return out + "</svg></figure>";
+}
+
+}  // namespace dl::report
