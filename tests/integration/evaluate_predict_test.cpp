@@ -51,7 +51,7 @@ const std::vector<std::string> kFashionNames = {"T-shirt/top", "Trouser",   "Pul
 const std::vector<std::string> kQuick = {"--threads", "1", "--workers", "1"};
 
 Result run_in(const std::string& dir, std::vector<std::string> argv) {
-  argv.insert(argv.begin() + 1, kQuick.begin(), kQuick.end());
+  argv.insert(argv.end(), kQuick.begin(), kQuick.end());  // after a subcommand
   Process p(in_directory(dir, argv));
   return p.wait(kTimeout);
 }
