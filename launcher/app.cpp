@@ -31,6 +31,7 @@
 #include "core/workspace.h"
 #include "launcher/batch_cache.h"
 #include "launcher/batch_tuner.h"
+#include "launcher/checkpoint_command.h"
 #include "launcher/command.h"
 #include "launcher/init.h"
 #include "launcher/launch.h"
@@ -339,11 +340,37 @@ RankGroupSpec rank_group(const LaunchOptions& opts, const Launch& launch) {
   return g;
 }
 
+// evaluate and predict are dl-train's, in one process: no command after --, one rank.
+void restrict_to_checkpoint_command(const CheckpointCommand& c, LaunchOptions& opts) {
+  if (!opts.command.empty()) {
+    throw UserError(exit_code::kUsage, "dl-launch " + c.word + " starts dl-train " + c.word +
+                                           "; it takes no command after --");
+  }
+  if (opts.request.ranks.nproc_per_node.source != "default" &&
+      opts.request.ranks.nproc_per_node.value != "1") {
+    throw UserError(exit_code::kUsage, opts.request.ranks.nproc_per_node.source + ": dl-launch " +
+                                           c.word + " runs one process, not " +
+                                           opts.request.ranks.nproc_per_node.value);
+  }
+  opts.request.ranks.nproc_per_node = {"1", "dl-launch " + c.word};
+}
+
 int run(int argc, const char* const argv[]) {
   if (argc >= 2 && std::string(argv[1]) == "init") {
     return init_main(std::vector<std::string>(argv + 2, argv + argc), std::cout);
   }
-  LaunchOptions opts = parse_options(argc, argv);
+  // dl-launch evaluate|predict: planned as training is, dl-train's subcommand started with it.
+  const std::optional<CheckpointCommand> checkpoint_command =
+      split_checkpoint_command(argc, argv, option_takes_value);
+  std::vector<const char*> launcher_argv;
+  if (checkpoint_command) {
+    for (const std::string& a : checkpoint_command->launcher_args)
+      launcher_argv.push_back(a.c_str());
+  }
+  LaunchOptions opts = checkpoint_command ? parse_options(static_cast<int>(launcher_argv.size()),
+                                                          launcher_argv.data())
+                                          : parse_options(argc, argv);
+  if (checkpoint_command) restrict_to_checkpoint_command(*checkpoint_command, opts);
   if (opts.help) {
     std::cout << usage_text();
     return exit_code::kOk;
@@ -357,6 +384,12 @@ int run(int argc, const char* const argv[]) {
   Launch launch = resolve_launch(opts, &missing_trainer);
   plan_launch(opts, launch);
   if (missing_trainer) launch.plan.warnings.push_back(*missing_trainer);
+  // After the plan: its batch-size probes run dl-train itself, not the subcommand.
+  if (checkpoint_command) {
+    launch.command.push_back(checkpoint_command->word);
+    launch.command.insert(launch.command.end(), checkpoint_command->trainer_args.begin(),
+                          checkpoint_command->trainer_args.end());
+  }
   if (opts.json) {
     std::cout << render_json(launch);
     return exit_code::kOk;

@@ -267,6 +267,8 @@ std::string env_to_option(const std::string& variable) {
 std::string usage_text() {
   std::ostringstream out;
   out << "Usage: dl-launch [options] [-- command [args...]]\n"
+         "       dl-launch evaluate --checkpoint FILE [options]   (dl-train evaluate, planned)\n"
+         "       dl-launch predict --checkpoint FILE [options] PATH...\n"
          "       dl-launch init DIR   (a new workspace from the template; init --help)\n\n"
          "Probes the machine (usable CPU cores, RAM, /dev/shm, GPUs), plans the data workers,\n"
          "compute threads, device, precision and batch size, then starts dl-train (or the\n"
@@ -276,6 +278,13 @@ std::string usage_text() {
       << " in the workspace (or --config) < DL_* environment < command line.\n\n"
       << exit_code_help(Program::kLaunch);
   return out.str();
+}
+
+bool option_takes_value(const std::string& name) {
+  static const po::options_description d = command_line_options();
+  // Boost keeps short names with their dash ("-c"); long ones without.
+  const po::option_description* o = d.find_nothrow(name.size() == 1 ? "-" + name : name, false);
+  return o != nullptr && o->semantic()->min_tokens() > 0;
 }
 
 LaunchOptions parse_options(int argc, const char* const argv[]) {

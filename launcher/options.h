@@ -47,6 +47,9 @@ LaunchOptions parse_options(int argc, const char* const argv[]);
 // --help text.
 std::string usage_text();
 
+// Whether the launcher's option `name` ("workers", or the short "c") takes a value.
+bool option_takes_value(const std::string& name);
+
 // A memory size: plain bytes ("1048576", "1048576B"), or a number with a unit, case-insensitive,
 // a space allowed: K, M, G, T and KiB, MiB, GiB, TiB (and Ki, Mi, ...) are binary, as Docker's
 // --memory counts them; KB, MB, GB, TB are decimal (SI). "6GiB", "512 MiB", "2g", "1.5GiB".

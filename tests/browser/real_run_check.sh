@@ -23,7 +23,7 @@ python3 "$here/../../bench/fashion_subset.py" "$fashion" "$ws/data" 2048 500
 # dl-launch names the report when the run starts.
 grep -q "report     $ws/runs/browser/report.html" "$ws/launch.out" || {
   echo "dl-launch did not name the report:"; cat "$ws/launch.out"; exit 1; }
-python3 "$here/report_check.py" "$ws/runs/browser/report.html" --epochs 2 --classes 0 --plan yes \
+python3 "$here/report_check.py" "$ws/runs/browser/report.html" --epochs 2 --classes 10 --plan yes \
   --state finished
 
 # A run that fails: the page says so, with the error, and no longer reloads.

@@ -160,6 +160,8 @@ TEST(DistributedTrain, ThreeRanksOnASetThreeDoesNotDivideMatchOneProcess) {
   EXPECT_LE(diff, 1e-5);
   EXPECT_NEAR(read_csv(ws / "three/metrics.csv").number(0, "val_acc"),
               read_csv(ws / "one/metrics.csv").number(0, "val_acc"), 1e-9);
+  // Validation's confusion matrix is summed over the ranks' unequal shares (34, 33, 33 of 100).
+  EXPECT_EQ(read_file(ws / "three/confusion.csv"), read_file(ws / "one/confusion.csv"));
 }
 
 TEST(DistributedTrain, ACheckpointResumesUnderAnotherNumberOfRanks) {

@@ -1,7 +1,9 @@
 // CIFAR-10 binary reader (see cifar.h).
 #include "data/cifar.h"
 
+#include <cctype>
 #include <filesystem>
+#include <fstream>
 #include <vector>
 
 #include "data/data_error.h"
@@ -44,6 +46,18 @@ void read_batch(const std::string& path, std::vector<std::uint8_t>& pixels,
   }
 }
 
+// batches.meta.txt's names, or the published ones when it is absent or does not hold ten.
+std::vector<std::string> cifar_class_names(const std::filesystem::path& dir) {
+  std::vector<std::string> names;
+  std::ifstream in(dir / "batches.meta.txt");
+  for (std::string line; std::getline(in, line);) {
+    while (!line.empty() && std::isspace(static_cast<unsigned char>(line.back()))) line.pop_back();
+    if (!line.empty()) names.push_back(line);
+  }
+  if (names.size() == kClasses) return names;
+  return {"airplane", "automobile", "bird", "cat", "deer", "dog", "frog", "horse", "ship", "truck"};
+}
+
 }  // namespace
 
 std::unique_ptr<SampleSource> open_cifar10(const std::string& dir, bool train) {
@@ -76,7 +90,7 @@ std::unique_ptr<SampleSource> open_cifar10(const std::string& dir, bool train) {
                             " samples, 10 classes, 3x32x32)";
   return std::make_unique<MemorySource>(std::move(pixels), std::move(labels),
                                         ImageShape{kChannels, kSide, kSide}, kClasses,
-                                        std::move(description));
+                                        std::move(description), cifar_class_names(base));
 }
 
 }  // namespace dl::data

@@ -45,8 +45,9 @@ std::string size_text(std::int64_t width, std::int64_t height, std::int64_t limi
 class FileListSource : public SampleSource {
  public:
   FileListSource(std::vector<LabelledFile> files, int num_classes, std::string description,
-                 std::int64_t max_pixels)
-      : files_(std::move(files)),
+                 std::int64_t max_pixels, std::vector<std::string> class_names)
+      : class_names_(std::move(class_names)),
+        files_(std::move(files)),
         num_classes_(num_classes),
         description_(std::move(description)),
         max_pixels_(max_pixels),
@@ -54,6 +55,9 @@ class FileListSource : public SampleSource {
 
   std::int64_t size() const override { return static_cast<std::int64_t>(files_.size()); }
   int num_classes() const override { return num_classes_; }
+  std::vector<std::string> class_names() const override {
+    return class_names_.empty() ? index_names(num_classes_) : class_names_;
+  }
   // Decoded files are RGB; their sizes vary.
   ImageShape native_shape() const override { return ImageShape{3, 0, 0}; }
   std::int64_t label(std::int64_t index) const override {
@@ -203,6 +207,7 @@ class FileListSource : public SampleSource {
     failed_.erase(index);
   }
 
+  std::vector<std::string> class_names_;
   mutable std::mutex failed_mutex_;
   mutable std::map<std::int64_t, SkippedFile> failed_;
   mutable std::atomic<bool> any_failed_{false};
@@ -219,18 +224,22 @@ class FileListSource : public SampleSource {
 std::unique_ptr<SampleSource> make_file_list_source(std::vector<LabelledFile> files,
                                                     const std::string& origin,
                                                     const std::string& kind,
-                                                    const ImageFileOptions& options) {
+                                                    const ImageFileOptions& options,
+                                                    std::vector<std::string> class_names) {
 #if DL_HAVE_OPENCV
   std::int64_t max_label = 0;
   for (const LabelledFile& f : files) max_label = std::max(max_label, f.label);
-  const int num_classes = static_cast<int>(max_label + 1);
+  const int num_classes =
+      std::max(static_cast<int>(max_label + 1), static_cast<int>(class_names.size()));
+  if (class_names.size() != static_cast<std::size_t>(num_classes)) class_names.clear();
   std::string description = kind + " " + origin + " (" + std::to_string(files.size()) +
                             " samples, " + std::to_string(num_classes) + " classes)";
   return std::make_unique<FileListSource>(std::move(files), num_classes, std::move(description),
-                                          options.max_pixels);
+                                          options.max_pixels, std::move(class_names));
 #else
   (void)files;
   (void)options;
+  (void)class_names;
   throw DataError(origin + ": reading " + kind +
                   " image files needs OpenCV, and this build has none (reconfigure with "
                   "libopencv-dev installed; IDX and CIFAR data sets work without it)");

@@ -31,11 +31,13 @@ struct ImageFileOptions {
   std::function<void(const std::string&)> warn;
 };
 
-// Takes the listing (at least one file) with num_classes = max label + 1. Throws DataError naming
-// `origin` (the folder or manifest the listing came from) when this build has no OpenCV.
+// Takes the listing (at least one file) with num_classes = max label + 1 (or the number of
+// class_names, when given: an ImageFolder's class folders). Throws DataError naming `origin` (the
+// folder or manifest the listing came from) when this build has no OpenCV.
 std::unique_ptr<SampleSource> make_file_list_source(std::vector<LabelledFile> files,
                                                     const std::string& origin,
                                                     const std::string& kind,
-                                                    const ImageFileOptions& options = {});
+                                                    const ImageFileOptions& options = {},
+                                                    std::vector<std::string> class_names = {});
 
 }  // namespace dl::data

@@ -2,6 +2,7 @@
 #include "data/idx.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cstdint>
 #include <filesystem>
 #include <sstream>
@@ -58,7 +59,8 @@ void check_length(const std::string& path, std::size_t actual, std::uint64_t exp
 }  // namespace
 
 std::unique_ptr<SampleSource> open_idx(const std::string& images_path,
-                                       const std::string& labels_path) {
+                                       const std::string& labels_path,
+                                       const std::vector<std::string>& class_names) {
   std::vector<std::uint8_t> images = read_data_file(images_path);
   check_magic(images_path, images, kImagesMagic, "IDX images (unsigned bytes, 3 dimensions)");
   if (images.size() < 16) {
@@ -99,8 +101,10 @@ std::unique_ptr<SampleSource> open_idx(const std::string& images_path,
   const ImageShape shape{1, static_cast<int>(rows), static_cast<int>(cols)};
   std::string description = "IDX " + images_path + " (" + std::to_string(count) + " samples, " +
                             std::to_string(num_classes) + " classes, 1x" + dims + ")";
+  std::vector<std::string> names;
+  if (class_names.size() == static_cast<std::size_t>(num_classes)) names = class_names;
   return std::make_unique<MemorySource>(std::move(images), std::move(labels), shape, num_classes,
-                                        std::move(description));
+                                        std::move(description), std::move(names));
 }
 
 std::unique_ptr<SampleSource> open_mnist_dir(const std::string& dir, bool train) {
@@ -124,7 +128,18 @@ std::unique_ptr<SampleSource> open_mnist_dir(const std::string& dir, bool train)
   };
   const std::string images = find("images", "idx3");
   const std::string labels = find("labels", "idx1");
-  return open_idx(images, labels);
+  return open_idx(images, labels, idx_class_names(dir));
+}
+
+std::vector<std::string> idx_class_names(const std::string& dir) {
+  std::string path = std::filesystem::absolute(dir).lexically_normal().string();
+  std::transform(path.begin(), path.end(), path.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  if (path.find("fashion") != std::string::npos) {
+    return {"T-shirt/top", "Trouser", "Pullover", "Dress", "Coat",
+            "Sandal",      "Shirt",   "Sneaker",  "Bag",   "Ankle boot"};
+  }
+  return index_names(10);
 }
 
 }  // namespace dl::data

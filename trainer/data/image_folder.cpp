@@ -159,7 +159,7 @@ std::unique_ptr<SampleSource> open_image_folder(const std::string& root,
       files.push_back(LabelledFile{image.string(), static_cast<std::int64_t>(label)});
     }
   }
-  return make_file_list_source(std::move(files), root, "ImageFolder", options);
+  return make_file_list_source(std::move(files), root, "ImageFolder", options, classes);
 }
 
 }  // namespace dl::data

@@ -10,14 +10,19 @@
 namespace dl::data {
 
 MemorySource::MemorySource(std::vector<std::uint8_t> pixels, std::vector<std::uint8_t> labels,
-                           ImageShape shape, int num_classes, std::string description)
+                           ImageShape shape, int num_classes, std::string description,
+                           std::vector<std::string> class_names)
     : pixels_(std::move(pixels)),
       labels_(std::move(labels)),
       shape_(shape),
       num_classes_(num_classes),
-      description_(std::move(description)) {
+      description_(std::move(description)),
+      class_names_(std::move(class_names)) {
   if (pixels_.size() != labels_.size() * shape_.bytes()) {
     throw std::invalid_argument("MemorySource: pixel bytes do not match samples x shape");
+  }
+  if (!class_names_.empty() && class_names_.size() != static_cast<std::size_t>(num_classes_)) {
+    throw std::invalid_argument("MemorySource: class names do not match the class count");
   }
 }
 

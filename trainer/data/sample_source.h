@@ -34,11 +34,21 @@ struct Transform {
   float eval_crop_fraction = 0.875f;  // resize to out / fraction, center-crop out (224 of 256)
 };
 
+// "0", "1", ..., "n-1": the names of classes known only by their labels.
+inline std::vector<std::string> index_names(int n) {
+  std::vector<std::string> names;
+  for (int i = 0; i < n; ++i) names.push_back(std::to_string(i));
+  return names;
+}
+
 class SampleSource {
  public:
   virtual ~SampleSource() = default;
   virtual std::int64_t size() const = 0;
   virtual int num_classes() const = 0;
+  // The classes' names in label order (num_classes() of them): what checkpoints record and what
+  // evaluation and prediction print. Sources without names of their own number them "0", "1", ...
+  virtual std::vector<std::string> class_names() const { return index_names(num_classes()); }
   // The shape samples have before any transform (0 height/width when they vary, as in a folder of
   // JPEGs).
   virtual ImageShape native_shape() const = 0;

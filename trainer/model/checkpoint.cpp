@@ -95,6 +95,18 @@ IValue encode_scaler(const ScalerState& scaler) {
   return dict;
 }
 
+IValue encode_model_info(const ModelInfo& info) {
+  auto dict = make_dict(c10::StringType::get());
+  dict.insert("name", info.name);
+  dict.insert("in_channels", info.in_channels);
+  dict.insert("image_size", info.image_size);
+  dict.insert("num_classes", info.num_classes);
+  dict.insert("data_kind", info.data_kind);
+  dict.insert("mean", c10::List<double>(info.mean));
+  dict.insert("std", c10::List<double>(info.std));
+  return dict;
+}
+
 IValue encode(const CheckpointData& data) {
   auto extra = make_dict(c10::StringType::get());
   for (const auto& [name, value] : data.extra) {
@@ -111,6 +123,8 @@ IValue encode(const CheckpointData& data) {
   dict.insert("epoch", data.epoch);
   dict.insert("val_acc", data.val_acc);
   dict.insert("extra", extra);
+  if (!data.classes.empty()) dict.insert("classes", c10::List<std::string>(data.classes));
+  if (data.model_info) dict.insert("model_info", encode_model_info(*data.model_info));
   return dict;
 }
 
@@ -144,10 +158,55 @@ class Decoder {
         }
       }
     }
+    if (const auto classes = optional(top, "classes")) {
+      data.classes = strings(*classes, "classes");
+    }
+    if (const auto info = optional(top, "model_info")) data.model_info = decode_model_info(*info);
     return data;
   }
 
  private:
+  std::vector<std::string> strings(const IValue& value, const std::string& where) const {
+    if (!value.isList()) wrong_type(value, where, "a list");
+    std::vector<std::string> out;
+    for (const IValue& item : value.toListRef()) {
+      if (!item.isString()) wrong_type(item, where + "[]", "a str");
+      out.push_back(item.toStringRef());
+    }
+    return out;
+  }
+
+  std::vector<double> reals(const IValue& value, const std::string& where) const {
+    if (!value.isList()) wrong_type(value, where, "a list");
+    std::vector<double> out;
+    for (const IValue& item : value.toListRef()) out.push_back(real(item, where + "[]"));
+    return out;
+  }
+
+  std::string text(const IValue& value, const std::string& where) const {
+    if (!value.isString()) wrong_type(value, where, "a str");
+    return value.toStringRef();
+  }
+
+  ModelInfo decode_model_info(const IValue& value) const {
+    const auto entry = dict(value, "model_info");
+    const std::string where = "model_info";
+    ModelInfo info;
+    info.name = text(required(entry, "name", where), where + ".name");
+    info.in_channels = integer(required(entry, "in_channels", where), where + ".in_channels");
+    info.image_size = integer(required(entry, "image_size", where), where + ".image_size");
+    info.num_classes = integer(required(entry, "num_classes", where), where + ".num_classes");
+    if (const auto kind = optional(entry, "data_kind")) {
+      info.data_kind = text(*kind, where + ".data_kind");
+    }
+    if (const auto mean = optional(entry, "mean")) info.mean = reals(*mean, where + ".mean");
+    if (const auto sd = optional(entry, "std")) info.std = reals(*sd, where + ".std");
+    if (info.in_channels < 1 || info.image_size < 1 || info.num_classes < 1) {
+      fail("'model_info' has a channel count, image size or class count below 1");
+    }
+    return info;
+  }
+
   [[noreturn]] void fail(const std::string& what) const {
     throw std::runtime_error("checkpoint " + path_ + ": " + what + "; " + kExpected);
   }

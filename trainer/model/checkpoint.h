@@ -11,7 +11,13 @@
 //                                               "params": [i, ...]}]},
 //    "scaler_state_dict": {"scale", "growth_factor", "backoff_factor", "growth_interval",
 //                          "_growth_tracker"}   (empty when the scaler is disabled, as in Python),
-//    "epoch": int, "val_acc": float, "extra": {name: int or float}}
+//    "epoch": int, "val_acc": float, "extra": {name: int or float},
+//    "classes": [str, ...],                     (the class names in label order)
+//    "model_info": {"name": str, "in_channels": int, "image_size": int, "num_classes": int,
+//                   "data_kind": str, "mean": [float], "std": [float]}}
+//
+// "classes" and "model_info" let evaluation and prediction rebuild the model and its input without
+// flags; checkpoints written before they existed load without them (empty / nullopt).
 //
 // Tensors are stored on the CPU. LibTorch 1.13's unpickler reads what Python's torch.save writes
 // only when it holds plain dicts and no one-element lists or dicts: a usual Python training
@@ -23,6 +29,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <variant>
 #include <vector>
@@ -66,6 +73,17 @@ struct ScalerState {
 // Trainer bookkeeping beyond the fixed fields: best accuracy so far, global step, ...
 using ExtraValue = std::variant<int64_t, double>;
 
+// What rebuilds the model and prepares its input: the architecture, the input shape, the data
+// kind the model was trained on (how images were cropped) and the normalisation statistics.
+struct ModelInfo {
+  std::string name;  // ModelSpec::name: cnn, resnet18, ..., or a TorchScript file
+  int64_t in_channels = 0;
+  int64_t image_size = 0;
+  int64_t num_classes = 0;
+  std::string data_kind;          // idx, cifar10, image-folder, csv
+  std::vector<double> mean, std;  // per input channel, on the 0..1 scale
+};
+
 struct CheckpointData {
   NamedTensors model_state;
   OptimizerState optimizer;
@@ -73,6 +91,8 @@ struct CheckpointData {
   int64_t epoch = 0;
   double val_acc = 0.0;
   std::map<std::string, ExtraValue> extra;
+  std::vector<std::string> classes;  // empty: not recorded
+  std::optional<ModelInfo> model_info;
 };
 
 // Writes atomically: "<path>.tmp.<pid>", fsync, rename over `path`, fsync the directory; a crash

@@ -8,10 +8,14 @@
 
 #include <exception>
 #include <iostream>
+#include <string>
 
 #include "core/errors.h"
 #include "core/version.h"
 #include "train/config.h"
+#include "train/eval_config.h"
+#include "train/evaluate_mode.h"
+#include "train/predict_mode.h"
 #include "train/probe_mode.h"
 #include "train/trainer.h"
 
@@ -24,8 +28,24 @@ std::shared_ptr<spdlog::logger> make_logger(const std::string& name, bool to_std
   return logger;
 }
 
+// `dl-train evaluate|predict ...`: the checkpoint commands.
+int run_checkpoint_command(int argc, const char* const argv[]) {
+  const std::string command = argv[0];
+  // predict's CSV may go to stdout: its log goes to stderr, as the probe's does.
+  if (command == "predict") spdlog::set_default_logger(make_logger("dl-train-predict", true));
+  const ParsedEval args = parse_eval_args(argc, argv);
+  if (args.help) {
+    std::cout << eval_usage(command);
+    return exit_code::kOk;
+  }
+  return command == "evaluate" ? run_evaluate(args.config) : run_predict(args.config);
+}
+
 // Options, then the run or the memory probe.
 int run(int argc, const char* const argv[]) {
+  if (argc > 1 && (std::string(argv[1]) == "evaluate" || std::string(argv[1]) == "predict")) {
+    return run_checkpoint_command(argc - 1, argv + 1);
+  }
   const ParsedArgs args = parse_train_args(argc, argv);
   if (args.help) {
     std::cout << train_usage();

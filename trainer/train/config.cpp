@@ -31,7 +31,9 @@ po::options_description command_line() {
 
 std::string train_usage() {
   std::ostringstream out;
-  out << "Usage: dl-train [options]\n\n"
+  out << "Usage: dl-train [options]\n"
+         "       dl-train evaluate --checkpoint FILE [options]   (see dl-train evaluate --help)\n"
+         "       dl-train predict --checkpoint FILE PATH...      (see dl-train predict --help)\n\n"
          "Trains an image classifier with LibTorch: a prefetching multi-worker data loader,\n"
          "AdamW with a cosine schedule, gradient clipping, validation every epoch, best/last\n"
          "checkpoints and live monitoring. Normally started by dl-launch, whose plan arrives as\n"

@@ -16,6 +16,20 @@ model::ModelSpec model_spec(const TrainConfig& config, const DataSetup& data) {
   return spec;
 }
 
+model::ModelInfo describe_model(const model::ModelSpec& spec, const DataSetup& data) {
+  model::ModelInfo info;
+  info.name = spec.name;
+  info.in_channels = spec.in_channels;
+  info.image_size = spec.input_size;
+  info.num_classes = spec.num_classes;
+  info.data_kind = data.kind;
+  for (int c = 0; c < spec.in_channels && c < 3; ++c) {
+    info.mean.push_back(data.mean[static_cast<std::size_t>(c)]);
+    info.std.push_back(data.std[static_cast<std::size_t>(c)]);
+  }
+  return info;
+}
+
 std::unique_ptr<model::Model> build_model(const model::ModelSpec& spec, c10::Device device) {
   std::unique_ptr<model::Model> net;
   try {

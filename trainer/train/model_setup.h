@@ -7,6 +7,7 @@
 
 #include <memory>
 
+#include "model/checkpoint.h"
 #include "model/model.h"
 #include "train/config.h"
 #include "train/data_setup.h"
@@ -17,6 +18,9 @@ namespace dl::train {
 
 // The configured model for the data's input shape and class count.
 model::ModelSpec model_spec(const TrainConfig& config, const DataSetup& data);
+
+// What a checkpoint records to rebuild the model and its input (checkpoint.h's ModelInfo).
+model::ModelInfo describe_model(const model::ModelSpec& spec, const DataSetup& data);
 
 // make_model on `device`; an unknown model name is a UserError (exit 64) naming it.
 std::unique_ptr<model::Model> build_model(const model::ModelSpec& spec, c10::Device device);

@@ -26,6 +26,7 @@ class Subset : public data::SampleSource {
   }
   std::int64_t size() const override { return static_cast<std::int64_t>(indices_.size()); }
   int num_classes() const override { return base_->num_classes(); }
+  std::vector<std::string> class_names() const override { return base_->class_names(); }
   data::ImageShape native_shape() const override { return base_->native_shape(); }
   std::int64_t label(std::int64_t i) const override {
     return base_->label(indices_[static_cast<std::size_t>(i)]);

@@ -81,7 +81,8 @@ double BatchTotals::accuracy() const {
 }
 
 BatchTotals StepRunner::run_pieces(const at::Tensor& images, const at::Tensor& labels,
-                                   bool training) {
+                                   bool training, at::Tensor* logits_out) {
+  std::vector<at::Tensor> piece_logits;
   const std::int64_t n = images.size(0);
   const auto pieces = micro_.split(n);
   BatchTotals t = BatchTotals::zeros(device_);
@@ -105,6 +106,10 @@ BatchTotals StepRunner::run_pieces(const at::Tensor& images, const at::Tensor& l
               .to(torch::kDouble);
     }
     t.correct += logits.detach().argmax(1).eq(y).sum();
+    if (logits_out != nullptr) piece_logits.push_back(logits.detach());
+  }
+  if (logits_out != nullptr) {
+    *logits_out = piece_logits.size() == 1 ? piece_logits[0] : torch::cat(piece_logits);
   }
   return t;
 }
@@ -161,11 +166,12 @@ StepResult StepRunner::train(const at::Tensor& images, const at::Tensor& labels)
   return r;
 }
 
-BatchTotals StepRunner::evaluate(const at::Tensor& images, const at::Tensor& labels) {
+BatchTotals StepRunner::evaluate(const at::Tensor& images, const at::Tensor& labels,
+                                 at::Tensor* logits) {
   const std::int64_t n = images.size(0);
   while (true) {
     try {
-      return run_pieces(images, labels, /*training=*/false);
+      return run_pieces(images, labels, /*training=*/false, logits);
     } catch (const std::exception& e) {
       if (!is_out_of_memory(e)) throw;
     }

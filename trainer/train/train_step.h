@@ -57,8 +57,10 @@ class StepRunner {
   // memory, or when the optimizer's own step does (its partial update cannot be retried).
   StepResult train(const at::Tensor& images, const at::Tensor& labels);
 
-  // Loss and accuracy of a batch in evaluation (the caller sets eval mode and no-grad).
-  BatchTotals evaluate(const at::Tensor& images, const at::Tensor& labels);
+  // Loss and accuracy of a batch in evaluation (the caller sets eval mode and no-grad); the
+  // logits too (n x classes, float32) when `logits` is not null.
+  BatchTotals evaluate(const at::Tensor& images, const at::Tensor& labels,
+                       at::Tensor* logits = nullptr);
 
   const MicroBatching& micro() const { return micro_; }
 
@@ -69,7 +71,8 @@ class StepRunner {
  private:
   // The batch in micro-batches: the forward of each, and in training its backward, the
   // gradients accumulating so that the pieces' sum to the batch's.
-  BatchTotals run_pieces(const at::Tensor& images, const at::Tensor& labels, bool training);
+  BatchTotals run_pieces(const at::Tensor& images, const at::Tensor& labels, bool training,
+                         at::Tensor* logits_out = nullptr);
   void recover_from_oom(std::int64_t n, bool training);
   void drop_gradients();
 

@@ -19,7 +19,9 @@
 #include "core/errors.h"
 #include "core/text.h"
 #include "data/skip_reason.h"
+#include "train/confusion.h"
 #include "train/metrics.h"
+#include "train/prediction_counter.h"
 #include "train/progress.h"
 #include "train/scalars.h"
 #include "train/stop_signal.h"
@@ -197,14 +199,18 @@ BatchTotals validate(TrainingRun& run) {
   run.net->set_training(false);
   run.val_loader->start_epoch(0);
   BatchTotals totals = BatchTotals::zeros(run.device);
+  PredictionCounter counter(static_cast<int>(run.class_names.size()), run.device);
   data::SkipCounts skipped{};
   while (auto batch = run.val_loader->next()) {
     data::add(skipped, batch->skip_counts());
     if (batch->n() == 0) continue;
-    at::Tensor images, labels;
+    at::Tensor images, labels, logits;
     run.feed->upload(std::move(*batch), &images, &labels);
-    totals += run.runner->evaluate(images, labels);
+    totals += run.runner->evaluate(images, labels, &logits);
+    counter.add(logits, labels);
   }
+  run.last_confusion = counter.read(run.world.group());
+  if (run.world.writes()) write_confusion(run.config.run_dir, run.last_confusion, run.class_names);
   // Skipped validation samples do not count against --max-bad-fraction (they cost no training),
   // but a validation score over fewer samples is worth a line.
   std::int64_t skipped_here = 0;
@@ -253,7 +259,10 @@ void finish_epoch(TrainingRun& run, int epoch, double lr, TrainedEpoch& trained,
   run.save(run.last_path, checkpoint);
   if (run.world.writes()) append_metrics(run.config.run_dir + "/metrics.csv", m);
   if (run.events) run.events->add(epoch_scalars(m), run.global_step);
-  if (run.report) run.report->epoch_done(run, m);
+  if (run.report) {
+    run.report->set_confusion(run.class_names, run.last_confusion.counts());
+    run.report->epoch_done(run, m);
+  }
 
   // fp16 says how many steps the loss scaler skipped and where the scale stands.
   const std::string scaling = run.scaler->enabled()

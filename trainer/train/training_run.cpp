@@ -274,6 +274,8 @@ TrainingRun::TrainingRun(const TrainConfig& cfg)
   agree_on_batch_and_lr(*this);
 
   const model::ModelSpec spec = model_spec(config, data);
+  class_names = data.train->class_names();
+  model_info = describe_model(spec, data);
   const ScalerOptions scaler_settings = scaler_options(config, precision.precision);
   feed = std::make_unique<DeviceFeed>(device, shape.channels, data.mean, data.std);
   const int workers = choose_workers_and_threads(config, data, spec, device, precision.precision,
@@ -356,6 +358,8 @@ model::CheckpointData TrainingRun::snapshot(int epochs_done, double val_acc) con
   c.val_acc = val_acc;
   c.extra["best_val_acc"] = best_val_acc;
   c.extra["global_step"] = static_cast<std::int64_t>(global_step);
+  c.classes = class_names;
+  c.model_info = model_info;
   return c;
 }
 

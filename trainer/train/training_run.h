@@ -21,6 +21,7 @@
 #include "model/model.h"
 #include "report/event_file.h"
 #include "train/config.h"
+#include "train/confusion.h"
 #include "train/data_setup.h"
 #include "train/device_feed.h"
 #include "train/distributed_step.h"
@@ -79,6 +80,12 @@ struct TrainingRun {
   std::atomic<std::int64_t> global_step{0};  // also read by the monitor's thread
   std::int64_t skipped_total = 0;            // undecodable samples over all epochs
   data::SkipCounts skip_counts_total{};      // skipped_total, by reason
+
+  // The classes in label order and what rebuilds the model: recorded in every checkpoint.
+  std::vector<std::string> class_names;
+  model::ModelInfo model_info;
+  // The latest validation's confusion matrix over every rank (rows true, columns predicted).
+  Confusion last_confusion;
 };
 
 }  // namespace dl::train

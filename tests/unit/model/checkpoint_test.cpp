@@ -121,6 +121,40 @@ TEST(Checkpoint, DisabledScalerIsSavedEmptyAsInPython) {
   EXPECT_FALSE(load_checkpoint(dir.file("a.pt")).scaler.enabled);
 }
 
+// The class names and model_info come back as written (a one-element list too: a grey model's
+// statistics); a checkpoint without them loads with none.
+TEST(Checkpoint, ClassesAndModelInfoRoundTripAndAreOptional) {
+  TempDir dir;
+  CheckpointData data;
+  data.model_state = make_model({"cnn", 1, 3, 28})->state();
+  save_checkpoint(dir.file("old.pt"), data);
+  const CheckpointData old = load_checkpoint(dir.file("old.pt"));
+  EXPECT_TRUE(old.classes.empty());
+  EXPECT_FALSE(old.model_info.has_value());
+
+  data.classes = {"T-shirt/top", "a,b", "Ankle boot"};
+  ModelInfo info;
+  info.name = "cnn";
+  info.in_channels = 1;
+  info.image_size = 28;
+  info.num_classes = 3;
+  info.data_kind = "idx";
+  info.mean = {0.286};
+  info.std = {0.353};
+  data.model_info = info;
+  save_checkpoint(dir.file("new.pt"), data);
+  const CheckpointData loaded = load_checkpoint(dir.file("new.pt"));
+  EXPECT_EQ(loaded.classes, data.classes);
+  ASSERT_TRUE(loaded.model_info.has_value());
+  EXPECT_EQ(loaded.model_info->name, "cnn");
+  EXPECT_EQ(loaded.model_info->in_channels, 1);
+  EXPECT_EQ(loaded.model_info->image_size, 28);
+  EXPECT_EQ(loaded.model_info->num_classes, 3);
+  EXPECT_EQ(loaded.model_info->data_kind, "idx");
+  EXPECT_EQ(loaded.model_info->mean, (std::vector<double>{0.286}));
+  EXPECT_EQ(loaded.model_info->std, (std::vector<double>{0.353}));
+}
+
 // Stopping after two steps, saving, and resuming in a fresh process-like setting (new model, new
 // optimizer with other settings) must give the third step of an uninterrupted run, bit for bit.
 TEST(Checkpoint, AdamWResumesExactly) {
