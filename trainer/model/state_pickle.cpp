@@ -246,8 +246,7 @@ class Interpreter {
       }
     }
     refuse("the pickle names the global " + printable(full) +
-           ", which a weights file has no use for (refused, not run); expected tensors in "
-           "dicts");
+           ", which a weights file has no use for (refused, not run)");
   }
 
   Value* dict_of(Value* target, const char* op) {
