@@ -60,6 +60,12 @@ bool cuda_index(const std::string& v) {
   return v.rfind("cuda:", 0) == 0 && parse_u64(v.substr(5)).has_value();
 }
 
+// --freeze N: a ResNet's stem and its first N stages.
+bool stage_count(const std::string& v) {
+  const auto n = parse_u64(v);
+  return n && *n <= 4;
+}
+
 bool torchscript_file(const std::string& v) {
   return v.size() > 3 && ends_with(v, ".pt");
 }
@@ -115,6 +121,8 @@ const std::map<std::string, Rule>& table() {
       {"probe-batch", integer(1, kMaxBatch)},
       {"limit-batches", integer(0, kLongMax)},
       {"resume", flag()},
+      {"init-from", text()},  // a file: checked by dl-train before its run directory exists
+      {"freeze", choice({"none", "backbone"}, stage_count, "a number of ResNet stages 0 to 4")},
       {"dist-backend", choice({"auto", "gloo", "nccl"})},
       {"dist-timeout", real(1, 86400)},
       {"rdzv-timeout", real(1, 86400)},

@@ -74,6 +74,8 @@ po::options_description make_train() {
     ("probe-batch", po::value<std::string>(), "probe mode: run a few training steps at this batch size on synthetic data and print peak memory as JSON")
     ("limit-batches", po::value<std::string>(), "train on at most this many batches per epoch, 0 for all (default 0)")
     ("resume", po::value<std::string>()->implicit_value("true"), "continue from the run's last.pt (--resume, or true/false)")
+    ("init-from", po::value<std::string>(), "start from the weights in FILE (a torch.save state dict, e.g. torchvision's, or a dl-train checkpoint): tensors whose name and shape match are loaded, a classifier for another class count starts fresh, the rest is reported (--resume with an existing last.pt takes precedence)")
+    ("freeze", po::value<std::string>(), "keep part of the model fixed while training: none, backbone (everything but the classifier) or N (a ResNet's stem and first N of its 4 stages) (default none)")
     ("dist-backend", po::value<std::string>(), "distributed: auto (nccl on CUDA, gloo on CPU), gloo or nccl (default auto; gloo or nccl form a process group even for one rank)")
     ("dist-timeout", po::value<std::string>(), "distributed: seconds a collective may wait for the other ranks (default 300)")
     ("rdzv-timeout", po::value<std::string>(), "distributed: seconds for every rank to arrive at MASTER_ADDR:MASTER_PORT (default 300)")

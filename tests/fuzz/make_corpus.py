@@ -180,6 +180,40 @@ def checkpoint():
                        "epoch": True, "val_acc": 1})
 
 
+# --- State-dict pickles (state_pickle_fuzz.cpp): the data.pkl of torch.save files that --init-from
+# reads: an OrderedDict state_dict() with its _metadata, a checkpoint dict, a parameter, other
+# dtypes and a shared storage, and a pickle naming a global the reader refuses.
+def state_pickle():
+    try:
+        import collections
+        import zipfile
+        import torch
+    except ImportError:
+        print("make_corpus.py: no torch: state_pickle seeds left as they are")
+        return
+
+    def save(name, obj):
+        out = io.BytesIO()
+        torch.save(obj, out)
+        with zipfile.ZipFile(io.BytesIO(out.getvalue())) as z:
+            pkl = [n for n in z.namelist() if n.endswith("/data.pkl")][0]
+            write("state_pickle", name, z.read(pkl))
+
+    torch.manual_seed(0)
+    net = torch.nn.Sequential(torch.nn.Conv2d(1, 2, 3), torch.nn.BatchNorm2d(2),
+                              torch.nn.Linear(4, 3))
+    save("ordered-dict", net.state_dict())
+    save("checkpoint", {"epoch": 2, "best_acc": 0.5, "state_dict": net.state_dict(),
+                        "optimizer": {"lr": 0.1, "params": [0, 1]}})
+    base = torch.arange(12, dtype=torch.float32)
+    save("shared-storage", collections.OrderedDict(
+        [("a", base[:6].view(2, 3)), ("b", base[6:]), ("t", base.view(3, 4).t()),
+         ("h", torch.ones(2, dtype=torch.float16)), ("i", torch.arange(3)),
+         ("p", torch.nn.Parameter(torch.zeros(2))), ("flag", torch.tensor([True]))]))
+    write("state_pickle", "os-system",
+          b"\x80\x02cos\nsystem\nX\x04\x00\x00\x00true\x85R.")
+
+
 if __name__ == "__main__":
     idx()
     cifar()
@@ -188,3 +222,4 @@ if __name__ == "__main__":
     settings()
     jpeg()
     checkpoint()
+    state_pickle()

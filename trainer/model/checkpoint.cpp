@@ -3,6 +3,7 @@
 #include "model/checkpoint.h"
 
 #include "core/files.h"
+#include "model/bytes_adapter.h"
 #include "model/pickle_scan.h"
 
 #include <ATen/ATen.h>
@@ -11,7 +12,6 @@
 #include <ATen/core/ivalue.h>
 #include <c10/util/Exception.h>
 #include <caffe2/serialize/inline_container.h>
-#include <caffe2/serialize/read_adapter_interface.h>
 #include <torch/csrc/jit/serialization/pickle.h>
 
 #include <algorithm>
@@ -371,22 +371,6 @@ std::string unreadable(const std::string& path, const std::string& reason) {
   return "checkpoint " + path + ": not a readable checkpoint (truncated or corrupt: " + reason +
          "); " + kExpected;
 }
-
-// The file's bytes as LibTorch's zip reader reads them.
-class BytesAdapter : public caffe2::serialize::ReadAdapterInterface {
- public:
-  explicit BytesAdapter(const std::vector<char>& bytes) : bytes_(bytes) {}
-  size_t size() const override { return bytes_.size(); }
-  size_t read(uint64_t pos, void* buf, size_t n, const char* /*what*/) const override {
-    if (pos >= bytes_.size()) return 0;
-    n = std::min<size_t>(n, bytes_.size() - static_cast<size_t>(pos));
-    std::memcpy(buf, bytes_.data() + pos, n);
-    return n;
-  }
-
- private:
-  const std::vector<char>& bytes_;
-};
 
 // Why the archive's pickle must not reach the unpickler ("" when it may): see pickle_scan.h.
 std::string pickle_overrun_in(const std::vector<char>& bytes) {

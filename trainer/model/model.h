@@ -26,6 +26,10 @@ class Model {
   // Copies `state` into the model; throws std::runtime_error naming a missing or mis-shaped entry.
   virtual void load_state(const NamedTensors& state) = 0;
   virtual void set_training(bool training) = 0;
+  // Stops training the parameters of `modules` and of the modules inside them (freeze.h): they
+  // no longer require grad, so parameters() and the optimizer leave them out, and those modules
+  // evaluate in eval mode even while the model trains, so their BatchNorm statistics stay too.
+  virtual void freeze(const std::vector<std::string>& modules) = 0;
   virtual void to(c10::Device device) = 0;
   virtual std::string name() const = 0;
 };

@@ -1,6 +1,7 @@
 // ModuleModel: adapts a torch::nn::Module to the trainer's Model interface.
 #include "model/module_model.h"
 
+#include "model/freeze.h"
 #include "model/state_copy.h"
 
 #include <torch/nn/module.h>
@@ -33,7 +34,24 @@ class ModuleModel final : public Model {
 
   void load_state(const NamedTensors& state) override { copy_state(name_, this->state(), state); }
 
-  void set_training(bool training) override { module_->train(training); }
+  void set_training(bool training) override {
+    module_->train(training);
+    if (!training) return;
+    for (const auto& item : module_->named_modules()) {
+      if (in_modules(item.key(), frozen_)) item.value()->eval();
+    }
+  }
+
+  void freeze(const std::vector<std::string>& modules) override {
+    frozen_ = modules;
+    for (const auto& item : module_->named_modules()) {
+      if (!in_modules(item.key(), frozen_)) continue;
+      for (auto& param : item.value()->named_parameters(/*recurse=*/false)) {
+        if (param.value().defined()) param.value().set_requires_grad(false);
+      }
+    }
+    set_training(module_->is_training());
+  }
 
   void to(c10::Device device) override { module_->to(device); }
 
@@ -63,6 +81,7 @@ class ModuleModel final : public Model {
   std::string name_;
   std::shared_ptr<torch::nn::Module> module_;
   ForwardFn forward_;
+  std::vector<std::string> frozen_;
 };
 
 }  // namespace

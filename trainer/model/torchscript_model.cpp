@@ -2,6 +2,7 @@
 // torch::jit::load: forward, parameters, state and modes go through the scripted module, whose
 // names are the Python module's, so its state loads back into that module in Python.
 #include "model/builders.h"
+#include "model/freeze.h"
 #include "model/state_copy.h"
 
 #include <c10/util/Exception.h>
@@ -64,7 +65,26 @@ class ScriptModel final : public Model {
 
   void load_state(const NamedTensors& state) override { copy_state(path_, this->state(), state); }
 
-  void set_training(bool training) override { module_.train(training); }
+  void set_training(bool training) override {
+    module_.train(training);
+    if (!training) return;
+    for (const auto& module : module_.named_modules()) {
+      // A Module is a handle to its object: a copy trains the same submodule.
+      torch::jit::Module handle = module.value;
+      if (in_modules(module.name, frozen_)) handle.train(false);
+    }
+  }
+
+  void freeze(const std::vector<std::string>& modules) override {
+    frozen_ = modules;
+    for (const auto& module : module_.named_modules()) {
+      if (!in_modules(module.name, frozen_)) continue;
+      for (const auto& param : module.value.named_parameters(/*recurse=*/false)) {
+        param.value.set_requires_grad(false);
+      }
+    }
+    set_training(module_.is_training());
+  }
 
   void to(c10::Device device) override { module_.to(device); }
 
@@ -73,6 +93,7 @@ class ScriptModel final : public Model {
  private:
   std::string path_;
   torch::jit::Module module_;
+  std::vector<std::string> frozen_;
 };
 
 }  // namespace

@@ -100,6 +100,17 @@ ParsedArgs parse_train_args(int argc, const char* const argv[]) {
     c.limit_batches = *v;
   }
   if (auto v = s.flag("resume")) c.resume = *v;
+  c.init_from = s.get("init-from");
+  if (!c.init_from.empty() && access(c.init_from.c_str(), R_OK) != 0) {
+    throw UserError(exit_code::kMissing, s.source("init-from") + ": weights file " + c.init_from +
+                                             " cannot be read (" + std::strerror(errno) + ")");
+  }
+  c.freeze = s.one_of("freeze", "none");
+  if (c.freeze != "none" && c.freeze != "backbone" && c.model.rfind("resnet", 0) != 0) {
+    throw UserError(exit_code::kUsage, s.source("freeze") +
+                                           ": stages apply to resnet models, not " + c.model +
+                                           "; expected none or backbone");
+  }
   c.dist_backend = s.one_of("dist-backend", "auto");
   if (auto v = s.real("dist-timeout")) c.dist_timeout = *v;
   if (auto v = s.real("rdzv-timeout")) c.rdzv_timeout = *v;

@@ -37,6 +37,8 @@ struct TrainConfig {
   std::int64_t max_image_pixels = data::kDefaultMaxImagePixels;
   std::int64_t limit_batches = 0;  // 0: every batch of the epoch
   bool resume = false;
+  std::string init_from;        // "" = no weights file
+  std::string freeze = "none";  // none | backbone | 0..4 (freeze.h)
   // Distributed training (the torchrun contract in the environment says how many ranks).
   std::string dist_backend = "auto";  // auto | gloo | nccl
   double dist_timeout = 300.0;        // seconds

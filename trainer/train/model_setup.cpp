@@ -1,9 +1,15 @@
 // Model, optimizer and scaler settings from the configuration (see model_setup.h).
 #include "train/model_setup.h"
 
+#include <fmt/ranges.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
 #include <stdexcept>
 
 #include "core/errors.h"
+#include "model/freeze.h"
+#include "model/init_from.h"
 
 namespace dl::train {
 
@@ -39,6 +45,41 @@ std::unique_ptr<model::Model> build_model(const model::ModelSpec& spec, c10::Dev
   }
   net->to(device);
   return net;
+}
+
+void init_from_weights(model::Model& net, const model::WeightsFile& weights,
+                       const std::string& path, bool log) {
+  const std::string source =
+      weights.found_under.empty() ? path : path + " (its '" + weights.found_under + "')";
+  const model::InitReport report = model::init_from(net, weights.tensors, source);
+  if (!log) return;
+  for (const std::string& line : model::describe(report, source)) spdlog::info("{}", line);
+}
+
+void freeze_modules(model::Model& net, const std::string& setting, bool log) {
+  std::vector<std::string> modules;
+  try {
+    modules = model::modules_to_freeze(net, setting);
+  } catch (const std::invalid_argument& e) {
+    throw UserError(exit_code::kUsage, e.what());
+  }
+  if (modules.empty()) return;
+  std::int64_t before = 0, after = 0;
+  for (const auto& p : net.parameters()) before += p.numel();
+  net.freeze(modules);
+  const std::vector<at::Tensor> trainable = net.parameters();
+  for (const auto& p : trainable) after += p.numel();
+  if (!log) return;
+  // Named by their top-level modules: "layer1", not each of its blocks' convolutions.
+  std::vector<std::string> tops;
+  for (const std::string& m : modules) {
+    const std::string top = m.substr(0, m.find('.'));
+    if (std::find(tops.begin(), tops.end(), top) == tops.end()) tops.push_back(top);
+  }
+  spdlog::info(
+      "freeze {}: {} of {} parameter values fixed, with their BatchNorm statistics, in "
+      "{}; {} values train",
+      setting, before - after, before, fmt::join(tops, ", "), after);
 }
 
 torch::optim::AdamWOptions adamw_options(const TrainConfig& config) {

@@ -9,6 +9,7 @@
 
 #include "model/checkpoint.h"
 #include "model/model.h"
+#include "model/weights_file.h"
 #include "train/config.h"
 #include "train/data_setup.h"
 #include "train/grad_scaler.h"
@@ -24,6 +25,15 @@ model::ModelInfo describe_model(const model::ModelSpec& spec, const DataSetup& d
 
 // make_model on `device`; an unknown model name is a UserError (exit 64) naming it.
 std::unique_ptr<model::Model> build_model(const model::ModelSpec& spec, c10::Device device);
+
+// --init-from: `weights` (read from `path`) into `net` (init_from.h); UserError 76 when they do
+// not fit it. `log`: the summary is logged (rank 0 logs, the other ranks load silently).
+void init_from_weights(model::Model& net, const model::WeightsFile& weights,
+                       const std::string& path, bool log);
+
+// --freeze `setting` on `net` (freeze.h), before the optimizer takes net.parameters(): the frozen
+// parameters are not the optimizer's, so neither gradients nor weight decay move them.
+void freeze_modules(model::Model& net, const std::string& setting, bool log);
 
 // AdamW with the configured learning rate and weight decay.
 torch::optim::AdamWOptions adamw_options(const TrainConfig& config);

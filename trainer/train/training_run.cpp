@@ -23,6 +23,7 @@
 #include "core/files.h"
 #include "core/text.h"
 #include "model/adamw_state.h"
+#include "model/weights_file.h"
 #include "train/device.h"
 #include "train/distributed_sampler.h"
 #include "train/model_setup.h"
@@ -163,6 +164,14 @@ void resume(TrainingRun& run) {
                run.start_epoch, 100.0 * run.best_val_acc);
 }
 
+// Whether this run continues from last.pt: --resume and rank 0 has one (the other ranks need not
+// see rank 0's disk, so they take its word).
+bool resumes(const TrainingRun& run) {
+  if (!run.config.resume) return false;
+  const bool here = run.world.writes() && exists(run.last_path);
+  return run.world.min(run.world.writes() ? (here ? 1 : 0) : 1) == 1;
+}
+
 std::int64_t count_parameters(const std::vector<at::Tensor>& params) {
   std::int64_t n = 0;
   for (const auto& p : params) n += p.numel();
@@ -251,6 +260,14 @@ TrainingRun::TrainingRun(const TrainConfig& cfg)
   // A backend named explicitly forms a process group even for one rank (as Python's
   // init_process_group does): the NCCL or Gloo path then runs on a single GPU or CPU too.
   if (contract.distributed() || config.dist_backend != "auto") connect(*this);
+  // --init-from's file is read before anything is written, so a file that holds no weights leaves
+  // no run directory behind. Every rank reads it (the same path on every node), as every rank
+  // builds the model; with a last.pt to resume from it is not needed.
+  const bool resuming = resumes(*this);
+  model::WeightsFile init_weights;
+  if (!config.init_from.empty() && !resuming) {
+    init_weights = model::read_weights_file(config.init_from);
+  }
   // Only rank 0 writes the run directory; the others' lines go to their own output.
   if (world.writes()) {
     prepare_run_dir(config.run_dir);
@@ -284,6 +301,11 @@ TrainingRun::TrainingRun(const TrainConfig& cfg)
   // depend on the seed only.
   torch::manual_seed(config.seed);
   net = build_model(spec, device);
+  if (!init_weights.tensors.empty()) {
+    init_from_weights(*net, init_weights, config.init_from, world.writes());
+  }
+  init_weights = {};  // the model holds its own copies
+  freeze_modules(*net, config.freeze, world.writes());
   params = net->parameters();
   // Every rank starts from rank 0's weights and buffers, as DDP does.
   std::vector<at::Tensor> state;
@@ -291,7 +313,17 @@ TrainingRun::TrainingRun(const TrainConfig& cfg)
   world.broadcast_from_first(state);
   optimizer = std::make_unique<torch::optim::AdamW>(params, adamw_options(config));
   scaler = std::make_unique<GradScaler>(scaler_settings, device);
-  if (config.resume) resume(*this);
+  if (resuming) {
+    if (!config.init_from.empty()) {
+      spdlog::info("--resume: continuing from {}; --init-from {} is not used", last_path,
+                   config.init_from);
+    }
+    resume(*this);
+  } else if (config.resume && !config.init_from.empty()) {
+    spdlog::info("--resume: no {} yet; started from --init-from {}", last_path, config.init_from);
+  } else if (config.resume) {
+    resume(*this);  // refuses with 66: no last.pt and nothing else to start from
+  }
   spdlog::info("model {} ({} parameters) on {}, {} threads, {} workers, batch {}, {} epochs",
                net->name(), count_parameters(params), device.str(), torch::get_num_threads(),
                workers, batch_size, config.epochs);

@@ -38,6 +38,7 @@ class OomAboveModel : public model::Model {
   model::NamedTensors state() override { return inner_->state(); }
   void load_state(const model::NamedTensors& state) override { inner_->load_state(state); }
   void set_training(bool training) override { inner_->set_training(training); }
+  void freeze(const std::vector<std::string>& modules) override { inner_->freeze(modules); }
   void to(c10::Device device) override { inner_->to(device); }
   std::string name() const override { return inner_->name(); }
   int thrown() const { return thrown_; }
