@@ -11,9 +11,12 @@ out=${2:-$root/docs/report.png}
 fashion=/usr/share/datasets/fashion-mnist
 ws=$(mktemp -d)
 trap 'rm -rf "$ws"' EXIT
-mkdir "$ws/data"
-python3 "$root/bench/fashion_subset.py" "$fashion" "$ws/data" 20000 2000
+# A folder named for the data set: an IDX folder whose path says fashion gets Fashion-MNIST's
+# class names.
+mkdir -p "$ws/data/fashion-mnist"
+python3 "$root/bench/fashion_subset.py" "$fashion" "$ws/data/fashion-mnist" 20000 2000
 "$build/launcher/dl-launch" --workspace "$ws" --name fashion-cnn --epochs 8 --limit-batches 60 \
+  --data data/fashion-mnist \
   --monitor-every 1 --nvml-library /nonexistent
 sandbox=()
 [ "$(id -u)" -ne 0 ] || sandbox=(--no-sandbox)
