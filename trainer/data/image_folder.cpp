@@ -18,14 +18,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-bool has_image_extension(const fs::path& path) {
-  std::string ext = path.extension().string();
-  std::transform(ext.begin(), ext.end(), ext.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  const auto& known = image_extensions();
-  return std::find(known.begin(), known.end(), ext) != known.end();
-}
-
 // A directory's identity, whichever path or link leads to it.
 struct DirId {
   dev_t device = 0;
@@ -160,6 +152,14 @@ std::unique_ptr<SampleSource> open_image_folder(const std::string& root,
     }
   }
   return make_file_list_source(std::move(files), root, "ImageFolder", options, classes);
+}
+
+bool has_image_extension(const fs::path& path) {
+  std::string ext = path.extension().string();
+  std::transform(ext.begin(), ext.end(), ext.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  const auto& known = image_extensions();
+  return std::find(known.begin(), known.end(), ext) != known.end();
 }
 
 }  // namespace dl::data

@@ -2,6 +2,7 @@
 // by the sorted class names.
 #pragma once
 
+#include <filesystem>
 #include <memory>
 #include <string>
 #include <vector>
@@ -13,6 +14,9 @@ namespace dl::data {
 
 // The image extensions looked for, lower case; matched case-insensitively.
 const std::vector<std::string>& image_extensions();  // .jpg .jpeg .png .bmp .webp
+
+// Whether the file name ends in one of image_extensions(), in any case.
+bool has_image_extension(const std::filesystem::path& path);
 
 // Class sub-directories sorted by name give labels 0, 1, ... (hidden ones, such as
 // .ipynb_checkpoints, are not classes). Images are found recursively below each class folder,

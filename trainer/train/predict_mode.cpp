@@ -29,14 +29,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-bool has_image_extension(const fs::path& path) {
-  std::string ext = path.extension().string();
-  std::transform(ext.begin(), ext.end(), ext.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  const auto& known = data::image_extensions();
-  return std::find(known.begin(), known.end(), ext) != known.end();
-}
-
 struct Row {
   std::vector<std::pair<int, float>> top;  // (class, probability), best first
   std::string error;
@@ -63,7 +55,7 @@ std::vector<std::string> list_inputs(const std::vector<std::string>& paths) {
     for (fs::recursive_directory_iterator it(path, options, ec), end; !ec && it != end;
          it.increment(ec)) {
       std::error_code type_ec;
-      if (it->is_regular_file(type_ec) && has_image_extension(it->path())) {
+      if (it->is_regular_file(type_ec) && data::has_image_extension(it->path())) {
         found.push_back(it->path().string());
       }
     }
