@@ -17,7 +17,7 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 cache=${DL_FUZZ_CACHE:-/var/cache/dl-tools/fuzz-build}
 seconds=15
 harnesses=()
-all_harnesses=(idx cifar csv_manifest json settings jpeg_region checkpoint state_pickle)
+all_harnesses=(idx cifar csv_manifest json settings jpeg_region checkpoint state_pickle zip_scan)
 
 while [ $# -gt 0 ]; do
   case "$1" in

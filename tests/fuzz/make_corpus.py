@@ -214,6 +214,38 @@ def state_pickle():
           b"\x80\x02cos\nsystem\nX\x04\x00\x00\x00true\x85R.")
 
 
+# --- Zip archives (zip_scan_fuzz.cpp): what torch.save writes (stored records), the same records
+# recompressed by a zip tool (deflated: refused), and zip64 end records (a zip64 writer's).
+def zip_scan():
+    import zipfile
+    try:
+        import torch
+    except ImportError:
+        print("make_corpus.py: no torch: zip_scan seeds left as they are")
+        return
+
+    def saved(obj):
+        out = io.BytesIO()
+        torch.save(obj, out)
+        return out.getvalue()
+
+    def rezipped(data, compression, force_zip64=False):
+        out = io.BytesIO()
+        with zipfile.ZipFile(io.BytesIO(data)) as src, zipfile.ZipFile(out, "w", compression) as dst:
+            for info in src.infolist():
+                entry = zipfile.ZipInfo(info.filename, date_time=(1980, 1, 1, 0, 0, 0))
+                entry.compress_type = compression
+                with dst.open(entry, "w", force_zip64=force_zip64) as f:
+                    f.write(src.read(info.filename))
+        return out.getvalue()
+
+    state = saved({"w": torch.arange(6, dtype=torch.float32).reshape(2, 3), "b": torch.zeros(2)})
+    write("zip_scan", "torch-save", state)
+    write("zip_scan", "deflated", rezipped(state, zipfile.ZIP_DEFLATED))
+    write("zip_scan", "stored-zip64-extra", rezipped(state, zipfile.ZIP_STORED, force_zip64=True))
+    write("zip_scan", "empty-archive", b"PK\x05\x06" + bytes(18))
+
+
 if __name__ == "__main__":
     idx()
     cifar()
@@ -223,3 +255,4 @@ if __name__ == "__main__":
     jpeg()
     checkpoint()
     state_pickle()
+    zip_scan()

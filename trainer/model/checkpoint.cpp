@@ -5,6 +5,7 @@
 #include "core/files.h"
 #include "model/bytes_adapter.h"
 #include "model/pickle_scan.h"
+#include "model/zip_scan.h"
 
 #include <ATen/ATen.h>
 #include <ATen/core/Dict.h>
@@ -405,6 +406,13 @@ CheckpointData load_checkpoint(const std::string& path) {
 }
 
 CheckpointData parse_checkpoint(const std::vector<char>& bytes, const std::string& path) {
+  const ZipScan zip =
+      scan_zip_records(reinterpret_cast<const std::uint8_t*>(bytes.data()), bytes.size());
+  if (zip.verdict == ZipScan::Verdict::kBomb) {
+    throw std::runtime_error("checkpoint " + path + ": " + zip.why + "; " + kExpected);
+  }
+  if (zip.verdict == ZipScan::Verdict::kCorrupt)
+    throw std::runtime_error(unreadable(path, zip.why));
   IValue root;
   std::string overrun;
   try {

@@ -1,19 +1,22 @@
 // A model scripted in Python (torch.jit.script(model).save(path)) and loaded with
-// torch::jit::load: forward, parameters, state and modes go through the scripted module, whose
-// names are the Python module's, so its state loads back into that module in Python.
+// torch::jit::load from the file's bytes, once zip_scan.h has found no zip bomb: forward,
+// parameters, state and modes go through the scripted module, whose names are the Python
+// module's, so its state loads back into that module in Python.
+#include "core/files.h"
 #include "model/builders.h"
+#include "model/bytes_adapter.h"
 #include "model/freeze.h"
 #include "model/state_copy.h"
+#include "model/zip_scan.h"
 
 #include <c10/util/Exception.h>
 #include <torch/csrc/jit/api/module.h>
 #include <torch/csrc/jit/serialization/import.h>
 
-#include <cerrno>
-#include <cstring>
-#include <fstream>
+#include <memory>
 #include <stdexcept>
 #include <utility>
+#include <vector>
 
 namespace dl::model {
 namespace {
@@ -100,14 +103,24 @@ class ScriptModel final : public Model {
 
 std::unique_ptr<Model> load_torchscript(const std::string& path) {
   const std::string prefix = "model '" + path + "': ";
-  // torch::jit::load's own message for a missing file is a multi-line assertion: check first.
-  if (!std::ifstream(path, std::ios::binary)) {
-    throw std::invalid_argument(prefix + "cannot read the file (" + std::strerror(errno) +
+  // torch::jit::load's own message for a missing file is a multi-line assertion: read it here.
+  std::vector<char> bytes;
+  try {
+    bytes = read_whole_file(path);
+  } catch (const std::runtime_error& error) {
+    throw std::invalid_argument(prefix + "cannot read the file (" + error.what() +
                                 "); expected a TorchScript file saved with torch.jit.save");
+  }
+  const ZipScan zip =
+      scan_zip_records(reinterpret_cast<const std::uint8_t*>(bytes.data()), bytes.size());
+  if (zip.verdict != ZipScan::Verdict::kSafe) {
+    throw std::invalid_argument(prefix + "not a TorchScript archive (" + zip.why +
+                                "); expected a file saved with torch.jit.script(model).save(path)");
   }
   torch::jit::Module module;
   try {
-    module = torch::jit::load(path);
+    // The bytes outlive the reader: load returns once every record is read.
+    module = torch::jit::load(std::make_shared<BytesAdapter>(bytes));
   } catch (const c10::Error& error) {
     throw std::invalid_argument(prefix + "not a TorchScript archive (" +
                                 first_line(error.what_without_backtrace()) +

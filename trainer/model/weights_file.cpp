@@ -1,12 +1,13 @@
-// Weights files (weights_file.h): the archive's records through LibTorch's zip reader, the pickle
-// through state_pickle.h, each tensor copied out of its storage record after checking that the
-// record holds the storage the pickle declares.
+// Weights files (weights_file.h): the archive's records through LibTorch's zip reader once
+// zip_scan.h has found no zip bomb, the pickle through state_pickle.h, each tensor copied out of
+// its storage record after checking that the record holds the storage the pickle declares.
 #include "model/weights_file.h"
 
 #include "core/errors.h"
 #include "core/files.h"
 #include "model/bytes_adapter.h"
 #include "model/state_pickle.h"
+#include "model/zip_scan.h"
 
 #include <ATen/ATen.h>
 #include <c10/util/Exception.h>
@@ -146,6 +147,12 @@ WeightsFile read_weights_file(const std::string& path) {
 
 WeightsFile parse_weights_file(const std::vector<char>& bytes, const std::string& path) {
   if (!starts_with(bytes, "PK\x03\x04", 4)) not_weights(path, what_it_is(bytes));
+  const ZipScan zip =
+      scan_zip_records(reinterpret_cast<const std::uint8_t*>(bytes.data()), bytes.size());
+  if (zip.verdict == ZipScan::Verdict::kBomb) not_weights(path, zip.why);
+  if (zip.verdict == ZipScan::Verdict::kCorrupt) {
+    not_weights(path, "not a readable torch.save archive (truncated or corrupt: " + zip.why + ")");
+  }
   WeightsFile out;
   try {
     caffe2::serialize::PyTorchStreamReader archive(std::make_shared<BytesAdapter>(bytes));
