@@ -189,10 +189,30 @@ void write_file_atomic(const std::string& path, std::string_view bytes) {
   }
 }
 
+std::string not_regular_file(mode_t mode) {
+  const char* kind = S_ISDIR(mode)    ? "a directory"
+                     : S_ISFIFO(mode) ? "a FIFO"
+                     : S_ISSOCK(mode) ? "a socket"
+                     : S_ISCHR(mode)  ? "a character device"
+                     : S_ISBLK(mode)  ? "a block device"
+                                      : "not a plain file";
+  return std::string("is ") + kind + ", not a regular file";
+}
+
 std::vector<char> read_whole_file(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK: opening a FIFO planted under the name must not wait for a writer; a regular file
+  // ignores the flag.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) throw std::runtime_error(errno_text());
+  struct stat st {};
+  const bool stated = ::fstat(fd, &st) == 0;
+  if (!stated || !S_ISREG(st.st_mode)) {
+    const std::string error = stated ? not_regular_file(st.st_mode) : errno_text();
+    ::close(fd);
+    throw std::runtime_error(error);
+  }
   std::vector<char> bytes;
+  bytes.reserve(static_cast<std::size_t>(st.st_size));
   char buffer[1 << 16];
   for (;;) {
     const ssize_t n = ::read(fd, buffer, sizeof buffer);

@@ -2,6 +2,8 @@
 // (plan.json, the batch-size cache) and the trainer (checkpoints) write goes through here.
 #pragma once
 
+#include <sys/types.h>
+
 #include <string>
 #include <string_view>
 #include <vector>
@@ -29,8 +31,13 @@ void write_file_atomic(const std::string& path, std::string_view bytes);
 // Returns the names removed. Best effort: what cannot be examined or removed stays.
 std::vector<std::string> remove_stale_temporaries(const std::string& path);
 
-// The whole file. Throws std::runtime_error("<reason>") when it cannot be opened or read.
+// The whole file. Throws std::runtime_error("<reason>") when it cannot be opened or read, or is not
+// a regular file ("is a FIFO, not a regular file"): a FIFO is refused without waiting for a
+// writer.
 std::vector<char> read_whole_file(const std::string& path);
+
+// "is a FIFO, not a regular file" and the like, for a file of type `mode` (stat's st_mode).
+std::string not_regular_file(mode_t mode);
 
 // "a/b/c" -> "a/b"; "c" -> "."; "/c" -> "/".
 std::string parent_directory(const std::string& path);

@@ -9,10 +9,11 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
 #include <limits>
+#include <sstream>
 
 #include "core/errors.h"
+#include "core/files.h"
 #include "core/setting_rules.h"
 #include "core/text.h"
 
@@ -178,19 +179,25 @@ void Layers::add_environment() {
 bool Layers::add_config_file(const std::string& path, bool required) {
   struct stat st {};
   if (stat(path.c_str(), &st) != 0) {
-    if (!required) return false;
-    throw UserError(exit_code::kMissing, "config file " + path + ": " + std::strerror(errno) +
-                                             "; expected a readable file of key = value lines");
+    // Only a file that is not there is absent: one that cannot be looked at is an error.
+    if (!required && errno == ENOENT) return false;
+    throw UserError(errno == EACCES ? exit_code::kNoPermission : exit_code::kMissing,
+                    "config file " + path + ": " + std::strerror(errno) +
+                        "; expected a readable file of key = value lines");
   }
-  if (S_ISDIR(st.st_mode)) {
-    throw UserError(
-        exit_code::kMissing,
-        "config file " + path + ": is a directory; expected a file of key = value lines");
+  if (!S_ISREG(st.st_mode)) {
+    throw UserError(exit_code::kMissing, "config file " + path + ": " +
+                                             not_regular_file(st.st_mode) +
+                                             "; expected a file of key = value lines");
   }
-  std::ifstream in(path);
-  if (!in) {
+  // Read whole, without waiting: a FIFO put under the name after the stat is refused too.
+  std::istringstream in;
+  try {
+    const std::vector<char> bytes = read_whole_file(path);
+    in.str(std::string(bytes.begin(), bytes.end()));
+  } catch (const std::runtime_error& e) {
     throw UserError(exit_code::kNoPermission,
-                    "config file " + path + ": cannot be read (" + std::strerror(errno) + ")");
+                    "config file " + path + ": cannot be read (" + e.what() + ")");
   }
   try {
     const auto parsed = po::parse_config_file(in, all(), /*allow_unregistered=*/false);

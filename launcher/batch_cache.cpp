@@ -2,8 +2,8 @@
 // "trials": [...]}, ...]}, newest entry last.
 #include "launcher/batch_cache.h"
 
-#include <fstream>
-#include <sstream>
+#include <stdexcept>
+#include <vector>
 
 #include "core/dir_fd.h"
 #include "core/errors.h"
@@ -16,12 +16,15 @@ namespace {
 constexpr const char* kFormat = "dl-batch-cache";
 constexpr int kVersion = 1;
 
+// The file's text; nullopt when it is missing, unreadable or not a regular file (a FIFO planted
+// under the name is not waited on).
 std::optional<std::string> read_text(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return std::nullopt;
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
+  try {
+    const std::vector<char> bytes = read_whole_file(path);
+    return std::string(bytes.begin(), bytes.end());
+  } catch (const std::runtime_error&) {
+    return std::nullopt;
+  }
 }
 
 }  // namespace

@@ -15,6 +15,7 @@
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <chrono>
@@ -355,6 +356,17 @@ TEST_F(TrainerBadInput, UnwritableRunDirectoryExits73NamingIt) {
   const Result r =
       train(ws.path(), {"--data", ws.path(), "--epochs", "1"}, {{"DL_RUN_DIR", "/proc/dl-test/x"}});
   expect_clean_failure(r, kCantWrite, {"/proc/dl-test/x"});
+}
+
+TEST_F(TrainerBadInput, LastPtAsAFifoIsRefusedWithoutWaiting) {
+  // A FIFO planted as the run's last.pt: --resume once waited for a writer for ever.
+  write_synthetic_idx(ws.path(), 128, 16);
+  fs::create_directories(ws / "runs/x");
+  ASSERT_EQ(mkfifo((ws / "runs/x/last.pt").c_str(), 0644), 0);
+  const Result r =
+      train(ws.path(), {"--data", ws.path(), "--epochs", "1", "--name", "x", "--resume"});
+  expect_clean_failure(
+      r, kBadData, {"--resume: cannot read ", "runs/x/last.pt (is a FIFO, not a regular file)"});
 }
 
 TEST_F(TrainerBadInput, DivergingLossStopsWithExit80) {

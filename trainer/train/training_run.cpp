@@ -132,7 +132,10 @@ void resume(TrainingRun& run) {
     try {
       bytes = read_whole_file(run.last_path);
     } catch (const std::exception& e) {
-      throw UserError(exit_code::kBadData, std::string("--resume: ") + e.what());
+      throw UserError(exit_code::kBadData, "--resume: cannot read " + run.last_path + " (" +
+                                               e.what() +
+                                               "); expected the last checkpoint of "
+                                               "this run");
     }
   }
   bytes = run.world.broadcast_from_first(std::move(bytes));

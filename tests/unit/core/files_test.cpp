@@ -1,5 +1,6 @@
 // Atomic writes and the temporaries that killed writers leave: which files count as stale
-// (regular, named "<name>.tmp.<digits>", unlocked), and that nothing else is removed or followed.
+// (regular, named "<name>.tmp.<digits>", unlocked), and that nothing else is removed or followed;
+// whole-file reads, which refuse a FIFO, a directory or a device without waiting on it.
 #include "core/files.h"
 
 #include <fcntl.h>
@@ -8,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -99,6 +101,31 @@ TEST(AtomicWrite, DoesNotWriteThroughALinkedTemporary) {
   EXPECT_THROW(write_file_atomic(dir / "plan.json", "{}\n"), std::runtime_error);
   EXPECT_EQ(read_file(outside / "precious"), "keep");
   EXPECT_FALSE(file_exists(dir / "plan.json"));
+}
+
+TEST(ReadWholeFile, ReadsARegularFileWhole) {
+  TempDir dir;
+  const std::string big(200000, 'x');  // more than one read's buffer
+  write_file(dir.file("f"), big + "end");
+  const std::vector<char> bytes = read_whole_file(dir.file("f"));
+  EXPECT_EQ(std::string(bytes.begin(), bytes.end()), big + "end");
+}
+
+TEST(ReadWholeFile, RefusesWhatIsNotARegularFileWithoutWaiting) {
+  TempDir dir;
+  ASSERT_EQ(mkfifo(dir.file("fifo").c_str(), 0644), 0);  // no writer: a blocking open would hang
+  auto reason = [](const std::string& path) {
+    try {
+      read_whole_file(path);
+    } catch (const std::runtime_error& e) {
+      return std::string(e.what());
+    }
+    return std::string("read");
+  };
+  EXPECT_EQ(reason(dir.file("fifo")), "is a FIFO, not a regular file");
+  EXPECT_EQ(reason(dir.path()), "is a directory, not a regular file");
+  EXPECT_EQ(reason("/dev/null"), "is a character device, not a regular file");
+  EXPECT_EQ(reason(dir.file("missing")), "No such file or directory");
 }
 
 }  // namespace
