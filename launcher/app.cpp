@@ -102,6 +102,7 @@ BatchSearchRecord search_batch_size(const LaunchOptions& opts, const Launch& l) 
   TuneRequest t;
   t.probe.trainer = l.command;
   t.probe.workspace = l.workspace;
+  t.probe.identity = l.run_as;
   // Everything training gets, but DL_BATCH_SIZE is each probe's own batch (batch_probe.cpp): the
   // first plan's would be a meaningless value that changes with the plan, and so would the probes'
   // environment (and, by a few MiB, their heap layout and resident memory) between the search and

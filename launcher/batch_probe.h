@@ -4,10 +4,12 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "core/run_as.h"
 #include "launcher/batch_search.h"
 
 namespace dl {
@@ -22,6 +24,9 @@ struct ProbeSetup {
   // The plan's DL_* variables and the rest; DL_BATCH_SIZE is set to each probe's batch.
   std::vector<std::pair<std::string, std::string>> env;
   double timeout_seconds = kProbeTimeoutSeconds;
+  // The workspace's owner, whom the probes run as (as the program will), where dl-launch is root
+  // on another user's workspace.
+  std::optional<Identity> identity;
 };
 
 // Runs one probe. A crash, a timeout, a non-zero exit or unreadable output is an error of the

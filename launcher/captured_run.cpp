@@ -1,8 +1,12 @@
 // fork/exec with two pipes and poll(): the child runs in the launcher's process group, so a Ctrl-C
 // during the search stops the probe with the launcher; nothing is allocated between fork and exec.
+// A probe runs in the workspace as the program will, with its owner's identity: as root it would
+// read (and run, for a TorchScript model) whatever the workspace's owner put there with root's
+// rights.
 #include "launcher/captured_run.h"
 
 #include <fcntl.h>
+#include <grp.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -81,12 +85,26 @@ bool open_pipes(int out_pipe[2], int err_pipe[2], std::string* error) {
   return true;
 }
 
+// Who the child becomes before it touches anything: nobody else when `change` is false.
+struct ChildUser {
+  bool change = false;
+  uid_t uid = 0;
+  gid_t gid = 0;
+};
+
 // In the child, between fork and exec: async-signal-safe calls only.
-[[noreturn]] void exec_child(int null_fd, int out_fd, int err_fd, const char* cwd,
-                             char* const args[], char* const envp[]) {
+[[noreturn]] void exec_child(int null_fd, int out_fd, int err_fd, const ChildUser& user,
+                             const char* cwd, char* const args[], char* const envp[]) {
   if (null_fd >= 0) dup2(null_fd, STDIN_FILENO);
   dup2(out_fd, STDOUT_FILENO);
   dup2(err_fd, STDERR_FILENO);
+  // Groups first, the uid last: once the uid is dropped, the rest is not allowed.
+  if (user.change &&
+      (setgroups(1, &user.gid) != 0 || setgid(user.gid) != 0 || setuid(user.uid) != 0)) {
+    const char msg[] = "cannot take the workspace owner's identity\n";
+    (void)!write(STDERR_FILENO, msg, sizeof msg - 1);
+    _exit(126);
+  }
   if (chdir(cwd) != 0) {
     const char msg[] = "cannot enter the working directory\n";
     (void)!write(STDERR_FILENO, msg, sizeof msg - 1);
@@ -148,8 +166,11 @@ void wait_for_exit(pid_t pid, CapturedRun* r) {
 }  // namespace
 
 CapturedRun run_captured(const std::vector<std::string>& argv, const std::string& cwd,
-                         const CapturedRun::Env& env, double timeout_seconds) {
+                         const CapturedRun::Env& env, double timeout_seconds,
+                         const std::optional<Identity>& identity) {
   CapturedRun r;
+  ChildUser user;
+  if (identity) user = {true, identity->uid, identity->gid};
   // Everything the child needs is built before fork: after it, only async-signal-safe calls.
   std::vector<std::string> env_strings = exec_environment(env);
   const std::vector<char*> envp = pointers_to(env_strings);
@@ -161,7 +182,7 @@ CapturedRun run_captured(const std::vector<std::string>& argv, const std::string
   const int null_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
   const pid_t pid = fork();
   if (pid == 0) {
-    exec_child(null_fd, out_pipe[1], err_pipe[1], cwd.c_str(), args.data(), envp.data());
+    exec_child(null_fd, out_pipe[1], err_pipe[1], user, cwd.c_str(), args.data(), envp.data());
   }
   if (null_fd >= 0) close(null_fd);
   close(out_pipe[1]);

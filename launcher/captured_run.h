@@ -3,9 +3,12 @@
 // itself, whose output goes to the terminal and whose stop signals are forwarded.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
+
+#include "core/run_as.h"
 
 namespace dl {
 
@@ -20,9 +23,11 @@ struct CapturedRun {
 };
 
 // Runs argv (argv[0] a path) in `cwd` with the launcher's environment plus `env` (which wins;
-// within `env`, the last value of a name),
-// stdin from /dev/null, stdout and stderr captured. Killed with SIGKILL after `timeout_seconds`.
+// within `env`, the last value of a name), as `identity` where one is given (its uid, gid and that
+// group alone, taken before the child enters `cwd`), stdin from /dev/null, stdout and stderr
+// captured. Killed with SIGKILL after `timeout_seconds`.
 CapturedRun run_captured(const std::vector<std::string>& argv, const std::string& cwd,
-                         const CapturedRun::Env& env, double timeout_seconds);
+                         const CapturedRun::Env& env, double timeout_seconds,
+                         const std::optional<Identity>& identity = std::nullopt);
 
 }  // namespace dl

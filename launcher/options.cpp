@@ -14,9 +14,12 @@
 #include <fstream>
 #include <limits>
 #include <map>
+#include <optional>
 #include <sstream>
 
+#include "core/act_as.h"
 #include "core/errors.h"
+#include "core/run_as.h"
 #include "core/setting_rules.h"
 #include "core/settings.h"
 #include "core/text.h"
@@ -99,7 +102,29 @@ std::vector<std::string> split_at_double_dash(int argc, const char* const argv[]
   return args;
 }
 
-// The workspace must be known before its config file can be read.
+// Settings the workspace's own dl.conf may not make: the file is its owner's, and these decide what
+// dl-launch, root in the image, does on its own account. Each with why, for the error line.
+struct HostSetting {
+  const char* key;
+  const char* why;
+};
+constexpr HostSetting kHostSettings[] = {
+    {"workspace", "the file is read from the workspace"},
+    {"run-as-owner", "it would let the workspace's owner run the program as root"},
+    {"nvml-library", "dl-launch loads the library into its own process, as root in the image"},
+};
+
+// "nvml-library" -> "DL_NVML_LIBRARY".
+std::string environment_name(const std::string& key) {
+  std::string name = "DL_";
+  for (const char c : key) name += c == '-' ? '_' : static_cast<char>(std::toupper(c));
+  return name;
+}
+
+// The workspace must be known before its config file can be read. The workspace's own dl.conf is
+// read with its owner's credentials (act_as.h), as everything dl-launch does in the workspace: a
+// dl.conf linked to a file only root may read is refused by the kernel instead of being read and
+// quoted in an error line. A config file given with --config or DL_CONFIG is the caller's own.
 void read_workspace_and_config(settings::Layers& s, LaunchOptions* opts) {
   opts->workspace.value = s.has("workspace") ? s.get("workspace") : default_workspace();
   opts->workspace.source = s.has("workspace") ? s.source("workspace") : "the workspace";
@@ -107,13 +132,25 @@ void read_workspace_and_config(settings::Layers& s, LaunchOptions* opts) {
   const bool explicit_config = s.has("config");
   const std::string config_path =
       explicit_config ? s.get("config") : opts->workspace.value + "/" + kConfigFileName;
-  if (s.add_config_file(config_path, explicit_config)) {
-    opts->config_file = config_path;
-    if (!explicit_config && s.config_file_sets("workspace")) {
-      throw UserError(exit_code::kBadConfig, "config file " + config_path +
-                                                 ": 'workspace' cannot be set inside the "
-                                                 "workspace's own dl.conf");
-    }
+  std::optional<Identity> owner;
+  if (!explicit_config) {
+    owner = workspace_owner(opts->workspace.value, s.flag("run-as-owner").value_or(true));
+  }
+  bool read = false;
+  {
+    const ActAs as_owner(owner);
+    read = s.add_config_file(config_path, explicit_config);
+  }
+  if (!read) return;
+  opts->config_file = config_path;
+  if (explicit_config) return;
+  for (const HostSetting& host : kHostSettings) {
+    if (!s.config_file_sets(host.key)) continue;
+    const std::string key = host.key;
+    throw UserError(exit_code::kBadConfig,
+                    "config file " + config_path + ": '" + key +
+                        "' cannot be set inside the workspace's own dl.conf (" + host.why +
+                        "); give it as --" + key + " or " + environment_name(key));
   }
 }
 

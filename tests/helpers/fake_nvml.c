@@ -8,12 +8,23 @@
  *   FAKE_NVML_DRIVER     the driver version string (default "535.104.05")
  *   FAKE_NVML_CUDA       the newest CUDA the driver supports, NVML's integer form (default 12020
  *                        for 12.2, what driver 535 reports; "none": NVML_ERROR_NOT_SUPPORTED)
+ *   FAKE_NVML_LOADED     a path: the library creates that file when it is loaded, so a test can
+ *                        tell whether a process loaded it at all
  *
  * Only the functions dl-launch resolves are exported, with NVML's C ABI: int return codes,
  * opaque device handles, plain structs. */
+#include <fcntl.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+
+__attribute__((constructor)) static void fake_nvml_loaded(void) {
+  const char* marker = getenv("FAKE_NVML_LOADED");
+  if (marker == NULL || *marker == '\0') return;
+  const int fd = open(marker, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+  if (fd >= 0) close(fd);
+}
 
 #define FAKE_SUCCESS 0
 #define FAKE_ERROR_UNINITIALIZED 1

@@ -3,7 +3,11 @@
 // where dl-launch writes, pointing at a root-owned directory. Whatever they plant, nothing is
 // created or changed outside the workspace: dl-launch writes with the owner's credentials
 // (core/act_as.h) relative to held directories (core/dir_fd.h), and a link where one of its
-// directories belongs is refused with one line naming it (exit 73). Needs root; skips otherwise.
+// directories belongs is refused with one line naming it (exit 73). The workspace's dl.conf is
+// theirs too: it may not set what decides dl-launch's own rights (the library it loads, whether
+// the program runs as root), it is read with the owner's rights (a link to root's file is refused
+// by the kernel) and without waiting on a FIFO, and the batch-size probes run as the owner. Needs
+// root; skips otherwise.
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
@@ -167,6 +171,95 @@ TEST_F(WorkspaceAttack, WhatTheOwnerCannotWriteRootDoesNotWriteForThem) {
   EXPECT_EQ(r.code, 73) << r.err;
   EXPECT_TRUE(contains(r.err, "cannot create " + ws_ + "/runs/r1 (Permission denied)")) << r.err;
   EXPECT_TRUE(list_dir(ws_ + "/runs").empty());
+}
+
+// The workspace's dl.conf is its owner's file, read by root: what it says and where it points.
+class WorkspaceConfigAttack : public WorkspaceAttack {
+ protected:
+  void plant_config(const std::string& text) const {
+    write_file(ws_ + "/dl.conf", text);
+    ASSERT_EQ(chown((ws_ + "/dl.conf").c_str(), kNobody, kNobody), 0);
+  }
+  // dl-launch as the image starts it: no --nvml-library, no --run-as-owner.
+  Result launch_plain(const EnvVars& env = {}) const {
+    return run({kLaunch, "--workspace", ws_, "--workers", "1", "--name", "r1", "--", kChild, "env",
+                ws_ + "/child-env"},
+               env);
+  }
+};
+
+TEST_F(WorkspaceConfigAttack, ConfigCannotLoadALibraryIntoTheLauncher) {
+  // Before: dl-launch, root, dlopen()ed the file dl.conf named, running its constructors as root.
+  plant_config("nvml-library = " + kFakeNvml + "\n");
+  const Result r = launch_plain({{"FAKE_NVML_LOADED", target_ + "/loaded"}});
+  EXPECT_EQ(r.code, 65) << r.err;
+  EXPECT_TRUE(contains(r.err, "config file " + ws_ +
+                                  "/dl.conf: 'nvml-library' cannot be set inside the workspace's "
+                                  "own dl.conf (dl-launch loads the library into its own process, "
+                                  "as root in the image); give it as --nvml-library or "
+                                  "DL_NVML_LIBRARY"))
+      << r.err;
+  expect_target_untouched();  // no "loaded": the library was never opened
+  EXPECT_FALSE(file_exists(ws_ + "/runs"));
+}
+
+TEST_F(WorkspaceConfigAttack, ConfigCannotMakeTheProgramRunAsRoot) {
+  plant_config("run-as-owner = false\n");
+  const Result r = launch_plain();
+  EXPECT_EQ(r.code, 65) << r.err;
+  EXPECT_TRUE(contains(r.err,
+                       "'run-as-owner' cannot be set inside the workspace's own dl.conf "
+                       "(it would let the workspace's owner run the program as root)"))
+      << r.err;
+  EXPECT_FALSE(file_exists(ws_ + "/child-env"));
+  EXPECT_FALSE(file_exists(ws_ + "/runs"));
+  // Without the line the program runs, as the owner.
+  plant_config("epochs = 1\n");
+  const Result ok = launch_plain();
+  ASSERT_EQ(ok.code, 0) << ok.err;
+  EXPECT_TRUE(contains(read_file(ws_ + "/child-env"), "uid=65534\n"));
+}
+
+TEST_F(WorkspaceConfigAttack, ConfigLinkedToARootOnlyFileIsNotRead) {
+  // Before: root read the file and quoted its first line in the error.
+  write_file(target_ + "/shadow", "root:$6$not-for-the-owner:19000:0:99999:7:::\n", 0600);
+  plant_link(ws_ + "/dl.conf", target_ + "/shadow");
+  const Result r = launch_plain();
+  EXPECT_EQ(r.code, 77) << r.err;
+  EXPECT_TRUE(
+      contains(r.err, "config file " + ws_ + "/dl.conf: cannot be read (Permission denied)"))
+      << r.err;
+  EXPECT_FALSE(contains(r.out + r.err, "not-for-the-owner")) << r.err;
+}
+
+TEST_F(WorkspaceConfigAttack, ConfigAsAFifoIsRefusedWithoutWaiting) {
+  // Before: dl-launch waited for a writer for ever.
+  ASSERT_EQ(mkfifo((ws_ + "/dl.conf").c_str(), 0644), 0);
+  ASSERT_EQ(chown((ws_ + "/dl.conf").c_str(), kNobody, kNobody), 0);
+  const Result r = launch_plain();
+  EXPECT_EQ(r.code, 66) << r.err;
+  EXPECT_TRUE(contains(r.err, "config file " + ws_ +
+                                  "/dl.conf: is a FIFO, not a regular file; expected a file of "
+                                  "key = value lines"))
+      << r.err;
+}
+
+TEST_F(WorkspaceConfigAttack, BatchSizeProbesRunAsTheOwner) {
+  // Before: the probes of the batch-size search ran as root in the workspace.
+  const std::string trainer = tmp_.path() + "/dl-train";
+  write_file(trainer, R"SH(#!/bin/sh
+[ "$1" = --probe-batch ] || exit 0
+id -u >> probe-uids
+echo "{\"batch\":$2,\"fits\":true,\"out_of_memory\":false,\"peak_bytes\":$(( $2 * 1000 )),\"step_seconds\":0.01,\"device\":\"cpu\",\"precision\":\"fp32\",\"error\":\"\"}"
+)SH",
+             0755);
+  const Result r = run({kLaunch, "--nvml-library", kFakeNvml, "--workspace", ws_, "--trainer",
+                        trainer, "--memory-budget", "1GiB", "--samples", "1000", "--dry-run"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  const std::string uids = read_file(ws_ + "/probe-uids");
+  ASSERT_FALSE(uids.empty()) << "no probe ran: " << r.err;
+  EXPECT_EQ(uids.find_first_not_of("65534\n"), std::string::npos) << uids;
+  EXPECT_EQ(owner_of(ws_ + "/probe-uids"), kNobody);
 }
 
 }  // namespace

@@ -21,8 +21,10 @@ const std::string kTemplateConf = std::string(DL_TEMPLATE_SOURCE) + "/dl.conf";
 
 // Settings that cannot be a line of the workspace's own dl.conf; the file still mentions them.
 const std::set<std::string> kNotInTheWorkspaceConf = {
-    "workspace",    // the workspace holds this file: it comes from --workspace or DL_WORKSPACE
-    "probe-batch",  // dl-train's probe mode, run by the batch-size search, never a training run
+    "workspace",     // the workspace holds this file: it comes from --workspace or DL_WORKSPACE
+    "run-as-owner",  // the workspace's owner would choose to run the program as root
+    "nvml-library",  // dl-launch, root in the image, loads it into its own process
+    "probe-batch",   // dl-train's probe mode, run by the batch-size search, never a training run
 };
 
 std::string read_all(const std::string& path) {
