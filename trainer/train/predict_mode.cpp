@@ -73,6 +73,83 @@ std::vector<std::string> list_inputs(const std::vector<std::string>& paths) {
   return files;
 }
 
+namespace {
+
+// Validation's transform: a photograph-trained model sees the centre crop it validated on; a model
+// of an in-memory set (28x28 Fashion-MNIST, CIFAR) sees the whole image resized.
+data::Transform predict_transform(const model::ModelInfo& info) {
+  data::Transform transform;
+  transform.out = {static_cast<int>(info.in_channels), static_cast<int>(info.image_size),
+                   static_cast<int>(info.image_size)};
+  transform.train = false;
+  const bool photographs = info.data_kind == "image-folder" || info.data_kind == "csv";
+  if (!photographs) transform.eval_crop_fraction = 1.0f;
+  return transform;
+}
+
+// One row per file of `source` (its label is the file's index): the top `k` classes of each file
+// that decoded, the reason for each that did not; nullopt where the loader gave neither.
+std::vector<std::optional<Row>> predict_rows(Inference& inference, model::Model& net,
+                                             data::SampleSource& source,
+                                             const data::Transform& transform, int batch_size,
+                                             int k, std::size_t files) {
+  data::Loader loader(source, inference_loader(inference, transform, batch_size));
+  torch::NoGradGuard no_grad;
+  std::vector<std::optional<Row>> rows(files);
+  loader.start_epoch(0);
+  while (auto batch = loader.next()) {
+    if (batch->n() == 0) continue;
+    at::Tensor images, index;
+    inference.feed->upload(std::move(*batch), &images, &index);
+    const at::Tensor logits =
+        forward_logits(net, images, inference.precision.precision, inference.device);
+    const auto [prob, cls] = torch::softmax(logits, 1).topk(k, 1);
+    const at::Tensor p = prob.cpu(), c = cls.cpu(), idx = index.cpu();
+    for (std::int64_t r = 0; r < idx.size(0); ++r) {
+      Row row;
+      for (int j = 0; j < k; ++j) {
+        row.top.emplace_back(static_cast<int>(c[r][j].item<std::int64_t>()), p[r][j].item<float>());
+      }
+      rows[static_cast<std::size_t>(idx[r].item<std::int64_t>())] = std::move(row);
+    }
+  }
+  for (const data::SkippedFile& f : source.failures()) {
+    Row row;
+    row.error =
+        std::string(data::skip_reason_name(f.reason)) + (f.detail.empty() ? "" : ": " + f.detail);
+    rows[static_cast<std::size_t>(f.index)] = std::move(row);
+  }
+  return rows;
+}
+
+// The CSV: path, k (class, probability) pairs, error; `failed` counts the files not predicted.
+std::string predictions_csv(const std::vector<std::string>& files,
+                            const std::vector<std::optional<Row>>& rows,
+                            const std::vector<std::string>& names, int k, std::size_t* failed) {
+  std::string csv = "path";
+  for (int j = 1; j <= k; ++j) csv += fmt::format(",class_{},prob_{}", j, j);
+  csv += ",error\n";
+  *failed = 0;
+  for (std::size_t i = 0; i < files.size(); ++i) {
+    csv += csv_cell(files[i]);
+    const std::optional<Row>& row = rows[i];
+    if (!row || !row->error.empty()) {
+      ++*failed;
+      csv += std::string(static_cast<std::size_t>(2 * k), ',') + "," +
+             csv_cell(row ? row->error : "undecodable");
+    } else {
+      for (const auto& [cls, prob] : row->top) {
+        csv += "," + csv_cell(names[static_cast<std::size_t>(cls)]) + fmt::format(",{:.6f}", prob);
+      }
+      csv += ",";
+    }
+    csv += "\n";
+  }
+  return csv;
+}
+
+}  // namespace
+
 int run_predict(const EvalConfig& config) {
   const model::CheckpointData checkpoint = read_checkpoint_file(config.checkpoint);
   if (!checkpoint.model_info) {
@@ -104,63 +181,12 @@ int run_predict(const EvalConfig& config) {
   Inference inference = start_inference(config.train, info);
   const std::unique_ptr<model::Model> net =
       restore_model(config.checkpoint, checkpoint, info, inference.device);
-
-  // Validation's transform: a photograph-trained model sees the centre crop it validated on; a
-  // model of an in-memory set (28x28 Fashion-MNIST, CIFAR) sees the whole image resized.
-  data::Transform transform;
-  transform.out = {static_cast<int>(info.in_channels), static_cast<int>(info.image_size),
-                   static_cast<int>(info.image_size)};
-  transform.train = false;
-  const bool photographs = info.data_kind == "image-folder" || info.data_kind == "csv";
-  if (!photographs) transform.eval_crop_fraction = 1.0f;
   const int k = std::min(config.top_k, static_cast<int>(info.num_classes));
+  const std::vector<std::optional<Row>> rows = predict_rows(
+      inference, *net, *source, predict_transform(info), config.train.batch_size, k, files.size());
 
-  data::Loader loader(*source, inference_loader(inference, transform, config.train.batch_size));
-  torch::NoGradGuard no_grad;
-  std::vector<std::optional<Row>> rows(files.size());
-  loader.start_epoch(0);
-  while (auto batch = loader.next()) {
-    if (batch->n() == 0) continue;
-    at::Tensor images, index;
-    inference.feed->upload(std::move(*batch), &images, &index);
-    const at::Tensor logits =
-        forward_logits(*net, images, inference.precision.precision, inference.device);
-    const auto [prob, cls] = torch::softmax(logits, 1).topk(k, 1);
-    const at::Tensor p = prob.cpu(), c = cls.cpu(), idx = index.cpu();
-    for (std::int64_t r = 0; r < idx.size(0); ++r) {
-      Row row;
-      for (int j = 0; j < k; ++j) {
-        row.top.emplace_back(static_cast<int>(c[r][j].item<std::int64_t>()), p[r][j].item<float>());
-      }
-      rows[static_cast<std::size_t>(idx[r].item<std::int64_t>())] = std::move(row);
-    }
-  }
   std::size_t failed = 0;
-  for (const data::SkippedFile& f : source->failures()) {
-    Row row;
-    row.error =
-        std::string(data::skip_reason_name(f.reason)) + (f.detail.empty() ? "" : ": " + f.detail);
-    rows[static_cast<std::size_t>(f.index)] = std::move(row);
-  }
-
-  std::string csv = "path";
-  for (int j = 1; j <= k; ++j) csv += fmt::format(",class_{},prob_{}", j, j);
-  csv += ",error\n";
-  for (std::size_t i = 0; i < files.size(); ++i) {
-    csv += csv_cell(files[i]);
-    const std::optional<Row>& row = rows[i];
-    if (!row || !row->error.empty()) {
-      ++failed;
-      csv += std::string(static_cast<std::size_t>(2 * k), ',') + "," +
-             csv_cell(row ? row->error : "undecodable");
-    } else {
-      for (const auto& [cls, prob] : row->top) {
-        csv += "," + csv_cell(names[static_cast<std::size_t>(cls)]) + fmt::format(",{:.6f}", prob);
-      }
-      csv += ",";
-    }
-    csv += "\n";
-  }
+  const std::string csv = predictions_csv(files, rows, names, k, &failed);
   if (config.out.empty()) {
     std::cout << csv;
     std::cout.flush();
