@@ -14,6 +14,7 @@ namespace {
 
 constexpr double kWidth = 440, kHeight = 230;
 constexpr double kLeft = 58, kRight = 14, kTop = 12, kBottom = 44;
+constexpr double kPlotW = kWidth - kLeft - kRight, kPlotH = kHeight - kTop - kBottom;
 
 std::string num(double v) {  // a coordinate
   char buf[32];
@@ -80,72 +81,67 @@ std::string tick_label(double value, double step) {
   return buf;
 }
 
-std::string render_line_chart(const LineChart& c) {
-  std::string out = "<figure class=\"chart\" data-chart=\"" + html_escape(c.id) + "\">";
-  out += "<figcaption><b>" + html_escape(c.title) + "</b>" + legend(c) +
-         "<span class=\"readout\"></span></figcaption>";
-  out += "<svg viewBox=\"0 0 " + num(kWidth) + " " + num(kHeight) +
-         "\" role=\"img\" aria-label=\"" + html_escape(c.title) + "\">";
+namespace {
 
-  Range xr, yr;
-  for (const auto& s : c.series) {
-    for (std::size_t i = 0; i < s.x.size() && i < s.y.size(); ++i) {
-      if (!std::isfinite(s.y[i])) continue;
-      xr.add(s.x[i]);
-      yr.add(s.y[i]);
-    }
+// Where values go: the ticks of both axes, and the map from values into the plot's viewBox.
+struct Frame {
+  std::vector<double> xt, yt;
+  double px(double x) const { return kLeft + (x - xt.front()) / (xt.back() - xt.front()) * kPlotW; }
+  double py(double y) const {
+    return kTop + kPlotH - (y - yt.front()) / (yt.back() - yt.front()) * kPlotH;
   }
-  const double plot_w = kWidth - kLeft - kRight, plot_h = kHeight - kTop - kBottom;
-  if (xr.empty()) {
-    out += "<rect class=\"frame\" x=\"" + num(kLeft) + "\" y=\"" + num(kTop) + "\" width=\"" +
-           num(plot_w) + "\" height=\"" + num(plot_h) + "\"/>";
-    out += "<text class=\"empty\" x=\"" + num(kLeft + plot_w / 2) + "\" y=\"" +
-           num(kTop + plot_h / 2) + "\" text-anchor=\"middle\">" + html_escape(c.empty_text) +
-           "</text></svg></figure>";
-    return out;
-  }
+};
+
+// The axes for the data's ranges (neither empty) and the chart's wishes: the y range widened to
+// y_min and y_max, whole numbers on an integer x axis.
+Frame frame_for(const LineChart& c, const Range& xr, Range yr) {
+  Frame f;
   if (c.y_min) yr.lo = std::min(yr.lo, *c.y_min);
   if (c.y_max) yr.hi = std::max(yr.hi, *c.y_max);
-  std::vector<double> yt = nice_ticks(yr.lo, yr.hi, 5);
+  f.yt = nice_ticks(yr.lo, yr.hi, 5);
   if (c.y_min && c.y_max && *c.y_min <= yr.lo && *c.y_max >= yr.hi) {
-    yt = nice_ticks(*c.y_min, *c.y_max, 5);
+    f.yt = nice_ticks(*c.y_min, *c.y_max, 5);
   }
-  std::vector<double> xt;
   if (c.integer_x) {
     // Whole numbers only; one epoch is shown as a range of one around it.
     double lo = std::floor(xr.lo), hi = std::ceil(xr.hi);
     if (hi - lo < 1) hi = lo + 1;
-    xt = nice_ticks(lo, hi, std::min(8, static_cast<int>(hi - lo)));
-    if (step_of(xt) < 1) xt = nice_ticks(lo, hi, 1);
+    f.xt = nice_ticks(lo, hi, std::min(8, static_cast<int>(hi - lo)));
+    if (step_of(f.xt) < 1) f.xt = nice_ticks(lo, hi, 1);
   } else {
-    xt = nice_ticks(xr.lo, xr.hi, 6);
+    f.xt = nice_ticks(xr.lo, xr.hi, 6);
   }
-  const double x0 = xt.front(), x1 = xt.back(), y0 = yt.front(), y1 = yt.back();
-  auto px = [&](double x) { return kLeft + (x - x0) / (x1 - x0) * plot_w; };
-  auto py = [&](double y) { return kTop + plot_h - (y - y0) / (y1 - y0) * plot_h; };
+  return f;
+}
 
-  // Grid and ticks.
-  const double ystep = step_of(yt), xstep = step_of(xt);
-  for (const double t : yt) {
-    out += "<line class=\"grid\" x1=\"" + num(kLeft) + "\" x2=\"" + num(kLeft + plot_w) +
-           "\" y1=\"" + num(py(t)) + "\" y2=\"" + num(py(t)) + "\"/>";
-    out += "<text class=\"tick\" x=\"" + num(kLeft - 6) + "\" y=\"" + num(py(t) + 4) +
+// Grid lines and tick labels, the frame, and the two axis labels.
+std::string grid(const LineChart& c, const Frame& f) {
+  std::string out;
+  const double ystep = step_of(f.yt), xstep = step_of(f.xt);
+  for (const double t : f.yt) {
+    out += "<line class=\"grid\" x1=\"" + num(kLeft) + "\" x2=\"" + num(kLeft + kPlotW) +
+           "\" y1=\"" + num(f.py(t)) + "\" y2=\"" + num(f.py(t)) + "\"/>";
+    out += "<text class=\"tick\" x=\"" + num(kLeft - 6) + "\" y=\"" + num(f.py(t) + 4) +
            "\" text-anchor=\"end\">" + tick_label(t, ystep) + "</text>";
   }
-  for (const double t : xt) {
-    out += "<line class=\"grid\" x1=\"" + num(px(t)) + "\" x2=\"" + num(px(t)) + "\" y1=\"" +
-           num(kTop) + "\" y2=\"" + num(kTop + plot_h) + "\"/>";
-    out += "<text class=\"tick\" x=\"" + num(px(t)) + "\" y=\"" + num(kTop + plot_h + 16) +
+  for (const double t : f.xt) {
+    out += "<line class=\"grid\" x1=\"" + num(f.px(t)) + "\" x2=\"" + num(f.px(t)) + "\" y1=\"" +
+           num(kTop) + "\" y2=\"" + num(kTop + kPlotH) + "\"/>";
+    out += "<text class=\"tick\" x=\"" + num(f.px(t)) + "\" y=\"" + num(kTop + kPlotH + 16) +
            "\" text-anchor=\"middle\">" + tick_label(t, xstep) + "</text>";
   }
   out += "<rect class=\"frame\" x=\"" + num(kLeft) + "\" y=\"" + num(kTop) + "\" width=\"" +
-         num(plot_w) + "\" height=\"" + num(plot_h) + "\"/>";
-  out += "<text class=\"axis\" x=\"" + num(kLeft + plot_w / 2) + "\" y=\"" + num(kHeight - 6) +
+         num(kPlotW) + "\" height=\"" + num(kPlotH) + "\"/>";
+  out += "<text class=\"axis\" x=\"" + num(kLeft + kPlotW / 2) + "\" y=\"" + num(kHeight - 6) +
          "\" text-anchor=\"middle\">" + html_escape(c.x_label) + "</text>";
-  out += "<text class=\"axis\" transform=\"translate(14 " + num(kTop + plot_h / 2) +
+  out += "<text class=\"axis\" transform=\"translate(14 " + num(kTop + kPlotH / 2) +
          ") rotate(-90)\" text-anchor=\"middle\">" + html_escape(c.y_label) + "</text>";
+  return out;
+}
 
-  // The lines (broken at non-finite values), then the markers above them.
+// Each series as polylines, broken at non-finite values.
+std::string lines(const LineChart& c, const Frame& f) {
+  std::string out;
   for (const auto& s : c.series) {
     const std::string stroke = html_escape(s.color);
     std::string points;
@@ -161,24 +157,59 @@ std::string render_line_chart(const LineChart& c) {
         continue;
       }
       if (!points.empty()) points += ' ';
-      points += num(px(s.x[i])) + "," + num(py(s.y[i]));
+      points += num(f.px(s.x[i])) + "," + num(f.py(s.y[i]));
     }
     flush();
   }
-  if (c.markers) {
-    for (const auto& s : c.series) {
-      const std::string name = html_escape(s.name);
-      for (std::size_t i = 0; i < s.x.size() && i < s.y.size(); ++i) {
-        if (!std::isfinite(s.y[i]) || !std::isfinite(s.x[i])) continue;
-        const std::string value = format_value(c.y_format.c_str(), s.y[i]);
-        out += "<circle class=\"pt\" r=\"3.2\" cx=\"" + num(px(s.x[i])) + "\" cy=\"" +
-               num(py(s.y[i])) + "\" fill=\"" + html_escape(s.color) + "\" data-series=\"" + name +
-               "\" data-x=\"" + format_value("%g", s.x[i]) + "\" data-y=\"" + value + "\"><title>" +
-               name + ", " + html_escape(c.x_label) + " " + format_value("%g", s.x[i]) + ": " +
-               value + "</title></circle>";
-      }
+  return out;
+}
+
+// A marker at each finite point, with its value for the page's readout and a tooltip.
+std::string markers(const LineChart& c, const Frame& f) {
+  std::string out;
+  for (const auto& s : c.series) {
+    const std::string name = html_escape(s.name);
+    for (std::size_t i = 0; i < s.x.size() && i < s.y.size(); ++i) {
+      if (!std::isfinite(s.y[i]) || !std::isfinite(s.x[i])) continue;
+      const std::string value = format_value(c.y_format.c_str(), s.y[i]);
+      out += "<circle class=\"pt\" r=\"3.2\" cx=\"" + num(f.px(s.x[i])) + "\" cy=\"" +
+             num(f.py(s.y[i])) + "\" fill=\"" + html_escape(s.color) + "\" data-series=\"" + name +
+             "\" data-x=\"" + format_value("%g", s.x[i]) + "\" data-y=\"" + value + "\"><title>" +
+             name + ", " + html_escape(c.x_label) + " " + format_value("%g", s.x[i]) + ": " +
+             value + "</title></circle>";
     }
   }
+  return out;
+}
+
+}  // namespace
+
+std::string render_line_chart(const LineChart& c) {
+  std::string out = "<figure class=\"chart\" data-chart=\"" + html_escape(c.id) + "\">";
+  out += "<figcaption><b>" + html_escape(c.title) + "</b>" + legend(c) +
+         "<span class=\"readout\"></span></figcaption>";
+  out += "<svg viewBox=\"0 0 " + num(kWidth) + " " + num(kHeight) +
+         "\" role=\"img\" aria-label=\"" + html_escape(c.title) + "\">";
+
+  Range xr, yr;
+  for (const auto& s : c.series) {
+    for (std::size_t i = 0; i < s.x.size() && i < s.y.size(); ++i) {
+      if (!std::isfinite(s.y[i])) continue;
+      xr.add(s.x[i]);
+      yr.add(s.y[i]);
+    }
+  }
+  if (xr.empty()) {
+    out += "<rect class=\"frame\" x=\"" + num(kLeft) + "\" y=\"" + num(kTop) + "\" width=\"" +
+           num(kPlotW) + "\" height=\"" + num(kPlotH) + "\"/>";
+    out += "<text class=\"empty\" x=\"" + num(kLeft + kPlotW / 2) + "\" y=\"" +
+           num(kTop + kPlotH / 2) + "\" text-anchor=\"middle\">" + html_escape(c.empty_text) +
+           "</text></svg></figure>";
+    return out;
+  }
+  const Frame f = frame_for(c, xr, yr);
+  out += grid(c, f) + lines(c, f);
+  if (c.markers) out += markers(c, f);
   return out + "</svg></figure>";
 }
 
