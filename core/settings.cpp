@@ -179,8 +179,9 @@ void Layers::add_environment() {
 bool Layers::add_config_file(const std::string& path, bool required) {
   struct stat st {};
   if (stat(path.c_str(), &st) != 0) {
-    // Only a file that is not there is absent: one that cannot be looked at is an error.
-    if (!required && errno == ENOENT) return false;
+    // Only a file that is not there is absent (ENOTDIR: a path through a file, which the
+    // workspace's own check names): one that cannot be looked at is an error.
+    if (!required && (errno == ENOENT || errno == ENOTDIR)) return false;
     throw UserError(errno == EACCES ? exit_code::kNoPermission : exit_code::kMissing,
                     "config file " + path + ": " + std::strerror(errno) +
                         "; expected a readable file of key = value lines");

@@ -230,6 +230,16 @@ TEST_F(WorkspaceConfigAttack, ConfigLinkedToARootOnlyFileIsNotRead) {
       contains(r.err, "config file " + ws_ + "/dl.conf: cannot be read (Permission denied)"))
       << r.err;
   EXPECT_FALSE(contains(r.out + r.err, "not-for-the-owner")) << r.err;
+  // Behind a directory only root may enter, the file cannot even be looked at: an error still,
+  // not a workspace without a dl.conf.
+  ASSERT_EQ(mkdir((target_ + "/private").c_str(), 0700), 0);
+  write_file(target_ + "/private/dl.conf", "epochs = 7\n");
+  ASSERT_EQ(unlink((ws_ + "/dl.conf").c_str()), 0);
+  plant_link(ws_ + "/dl.conf", target_ + "/private/dl.conf");
+  const Result hidden = launch_plain();
+  EXPECT_EQ(hidden.code, 77) << hidden.err;
+  EXPECT_TRUE(contains(hidden.err, "config file " + ws_ + "/dl.conf: Permission denied"))
+      << hidden.err;
 }
 
 TEST_F(WorkspaceConfigAttack, ConfigAsAFifoIsRefusedWithoutWaiting) {
