@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <utility>
 #include <vector>
 
 namespace dl::model {
@@ -25,6 +26,23 @@ class BytesAdapter : public caffe2::serialize::ReadAdapterInterface {
 
  private:
   const std::vector<char>& bytes_;
+};
+
+// The same over bytes it owns: for a reader that may outlive its caller's copy (torch::jit::load
+// keeps the adapter it is given as long as it likes).
+class OwnedBytesAdapter : public caffe2::serialize::ReadAdapterInterface {
+ public:
+  explicit OwnedBytesAdapter(std::vector<char> bytes) : bytes_(std::move(bytes)), view_(bytes_) {}
+  OwnedBytesAdapter(const OwnedBytesAdapter&) = delete;  // view_ refers to this object's bytes_
+  OwnedBytesAdapter& operator=(const OwnedBytesAdapter&) = delete;
+  size_t size() const override { return view_.size(); }
+  size_t read(uint64_t pos, void* buf, size_t n, const char* what) const override {
+    return view_.read(pos, buf, n, what);
+  }
+
+ private:
+  std::vector<char> bytes_;
+  BytesAdapter view_;
 };
 
 }  // namespace dl::model

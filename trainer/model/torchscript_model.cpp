@@ -119,8 +119,7 @@ std::unique_ptr<Model> load_torchscript(const std::string& path) {
   }
   torch::jit::Module module;
   try {
-    // The bytes outlive the reader: load returns once every record is read.
-    module = torch::jit::load(std::make_shared<BytesAdapter>(bytes));
+    module = torch::jit::load(std::make_shared<OwnedBytesAdapter>(std::move(bytes)));
   } catch (const c10::Error& error) {
     throw std::invalid_argument(prefix + "not a TorchScript archive (" +
                                 first_line(error.what_without_backtrace()) +
