@@ -137,7 +137,8 @@ print()
 // ResNet-50 (23.5 M parameters: checkpoints of about 280 MB with AdamW's moments) on 16 images of
 // 28x28: one step and 4 validation images an epoch, then best.pt (when validation improved) and
 // last.pt. Six kills, each followed by a restart with --resume: the odd ones 0-300 ms after the
-// 1st, 2nd or 3rd checkpoint write of the run begins (in the middle of writing 280 MB), the even
+// 1st, 2nd or 3rd checkpoint write of the run begins (in the middle of writing 280 MB; the first
+// of them at once, so that one kill at least lands inside a write), the even
 // ones 0-3 s after a new last.pt is in place (in the next epoch's start-up, step, validation or
 // writes), so the run also makes progress and the resumes have something to resume.
 // The workspace is in /dev/shm when it has room: what a kill leaves does not depend on where the
@@ -183,8 +184,10 @@ TEST(TrainerKill, EveryCheckpointLoadsNoTemporaryPilesUpAndResumeContinues) {
     DirectoryWatch watch(run_dir);
     Process p(in_directory(ws.path(), argv));
     const std::string mine = ".tmp." + std::to_string(p.pid());
+    // A checkpoint write of this process (report.html and the other small files are written
+    // through temporaries too, in a few milliseconds: a kill "into" one of those says nothing).
     auto is_mine = [&](const std::string& name) {
-      return name.size() > mine.size() &&
+      return name.size() > mine.size() && contains(name, ".pt" + mine) &&
              name.compare(name.size() - mine.size(), mine.size(), mine) == 0;
     };
     // The random moment: reading the program's output meanwhile (a line never printed).
@@ -194,7 +197,9 @@ TEST(TrainerKill, EveryCheckpointLoadsNoTemporaryPilesUpAndResumeContinues) {
       const int writes = std::uniform_int_distribution<int>(1, 3)(random);
       ASSERT_TRUE(watch.wait_for(is_mine, writes, kRunTimeout))
           << writes << " checkpoint writes did not begin: " << p.out();
-      const int ms = std::uniform_int_distribution<int>(0, 300)(random);
+      // The first at once: a write to /dev/shm on a quiet machine can end within 150 ms, and
+      // one kill at least must land inside a write for the test to say anything about them.
+      const int ms = i == 1 ? 0 : std::uniform_int_distribution<int>(0, 300)(random);
       moment = std::to_string(ms) + " ms into write " + std::to_string(writes);
       p.wait_for_line(never, milliseconds(ms));
     } else {
