@@ -260,9 +260,17 @@ class Decoder {
     return value.toBool();
   }
 
+  // A dense tensor of real numbers: what dl-train's models and AdamW hold. A quantized, complex
+  // or sparse one (a pickle may name any storage type) would reach LibTorch calls that assert.
   at::Tensor tensor(const IValue& value, const std::string& where) const {
     if (!value.isTensor()) wrong_type(value, where, "a tensor");
-    return value.toTensor();
+    const at::Tensor t = value.toTensor();
+    if (t.is_quantized() || t.is_complex() || t.layout() != at::kStrided) {
+      fail("'" + where + "' is a " + std::string(c10::toString(t.scalar_type())) + " " +
+           (t.layout() != at::kStrided ? "sparse " : "") +
+           "tensor, not a dense tensor of real numbers");
+    }
+    return t;
   }
 
   NamedTensors decode_model_state(const IValue& value) const {
@@ -277,7 +285,7 @@ class Decoder {
   // Python saves `step` as a float tensor (1.13) or an int (older); LibTorch counts in int64.
   int64_t step(const IValue& value, const std::string& where) const {
     if (value.isTensor() && value.toTensor().numel() == 1) {
-      return static_cast<int64_t>(std::llround(value.toTensor().item<double>()));
+      return static_cast<int64_t>(std::llround(tensor(value, where).item<double>()));
     }
     if (value.isDouble()) return static_cast<int64_t>(std::llround(value.toDouble()));
     return integer(value, where);
@@ -424,7 +432,13 @@ CheckpointData parse_checkpoint(const std::vector<char>& bytes, const std::strin
     throw std::runtime_error(unreadable(path, first_line(error.what())));
   }
   if (!overrun.empty()) throw std::runtime_error(unreadable(path, overrun));
-  return Decoder(path).decode(root);
+  // The decoder checks what it reads; a LibTorch assertion it did not foresee on a value of the
+  // file is still the file's fault, and a refusal of it (found by tests/fuzz/checkpoint_fuzz).
+  try {
+    return Decoder(path).decode(root);
+  } catch (const c10::Error& error) {
+    throw std::runtime_error(unreadable(path, first_line(error.what_without_backtrace())));
+  }
 }
 
 }  // namespace dl::model

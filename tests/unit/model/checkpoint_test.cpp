@@ -324,5 +324,41 @@ TEST(Checkpoint, DamagedStringLengthIsRefusedBeforeUnpickling) {
   }
 }
 
+// Found by tests/fuzz/checkpoint_fuzz: a checkpoint whose optimizer step is a QInt8 tensor made
+// LibTorch assert inside item() ("cannot call dequantize on UnknownQuantizer"), and the c10::Error
+// escaped the reader instead of its one-line refusal.
+TEST(Checkpoint, QuantizedStepTensorIsRefusedInOneLine) {
+  const std::string file =
+      read_file(std::string(DL_SOURCE_DIR) + "/tests/fuzz/corpus/checkpoint/crash-quantized-step");
+  ASSERT_FALSE(file.empty());
+  try {
+    parse_checkpoint(std::vector<char>(file.begin(), file.end()), "last.pt");
+    FAIL() << "parsed";
+  } catch (const std::runtime_error& error) {
+    const std::string message = error.what();
+    EXPECT_EQ(message.rfind("checkpoint last.pt: ", 0), 0u) << message;
+    EXPECT_EQ(message.find('\n'), std::string::npos) << message;
+  }
+}
+
+TEST(Checkpoint, TensorsThatAreNotDenseRealNumbersAreRefused) {
+  TempDir dir;
+  c10::impl::GenericDict state(c10::StringType::get(), c10::AnyType::get());
+  state.insert("w", at::zeros({2}, at::kComplexFloat));
+  c10::impl::GenericDict dict(c10::StringType::get(), c10::AnyType::get());
+  dict.insert("model_state_dict", state);
+  dict.insert("epoch", int64_t{1});
+  dict.insert("val_acc", 0.5);
+  const auto bytes = torch::jit::pickle_save(dict);
+  try {
+    parse_checkpoint(bytes, "c.pt");
+    FAIL() << "parsed";
+  } catch (const std::runtime_error& error) {
+    EXPECT_EQ(std::string(error.what()),
+              "checkpoint c.pt: 'model_state_dict.w' is a ComplexFloat tensor, not a dense tensor "
+              "of real numbers; expected a file written by dl-train or torch.save");
+  }
+}
+
 }  // namespace
 }  // namespace dl::test
