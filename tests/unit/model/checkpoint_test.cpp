@@ -304,41 +304,38 @@ TEST(Checkpoint, WrongLayoutNamesTheEntry) {
                                      "by dl-train or torch.save");
 }
 
+// The refusal of tests/fuzz/corpus/checkpoint/<name> read as last.pt ("parsed" when it reads).
+std::string refusal_of_corpus_input(const std::string& name) {
+  const std::string file =
+      read_file(std::string(DL_SOURCE_DIR) + "/tests/fuzz/corpus/checkpoint/" + name);
+  EXPECT_FALSE(file.empty()) << name;
+  try {
+    parse_checkpoint(std::vector<char>(file.begin(), file.end()), "last.pt");
+  } catch (const std::runtime_error& error) {
+    return error.what();
+  }
+  return "parsed";
+}
+
 // Found by tests/fuzz/checkpoint_fuzz: a 3 KB file whose pickle gives a string a length of 1.9 GB
 // made LibTorch's unpickler allocate and zero that much before noticing the end of the data.
 TEST(Checkpoint, DamagedStringLengthIsRefusedBeforeUnpickling) {
-  const std::string file =
-      read_file(std::string(DL_SOURCE_DIR) + "/tests/fuzz/corpus/checkpoint/oom-string-length");
-  ASSERT_FALSE(file.empty());
-  try {
-    parse_checkpoint(std::vector<char>(file.begin(), file.end()), "last.pt");
-    FAIL() << "parsed";
-  } catch (const std::runtime_error& error) {
-    const std::string message = error.what();
-    EXPECT_EQ(message.rfind("checkpoint last.pt: not a readable checkpoint (truncated or corrupt: "
-                            "a string of 1896493686 bytes at byte ",
-                            0),
-              0u)
-        << message;
-    EXPECT_EQ(message.find('\n'), std::string::npos) << message;
-  }
+  const std::string message = refusal_of_corpus_input("oom-string-length");
+  EXPECT_EQ(message.rfind("checkpoint last.pt: not a readable checkpoint (truncated or corrupt: "
+                          "a string of 1896493686 bytes at byte ",
+                          0),
+            0u)
+      << message;
+  EXPECT_EQ(message.find('\n'), std::string::npos) << message;
 }
 
 // Found by tests/fuzz/checkpoint_fuzz: a checkpoint whose optimizer step is a QInt8 tensor made
 // LibTorch assert inside item() ("cannot call dequantize on UnknownQuantizer"), and the c10::Error
 // escaped the reader instead of its one-line refusal.
 TEST(Checkpoint, QuantizedStepTensorIsRefusedInOneLine) {
-  const std::string file =
-      read_file(std::string(DL_SOURCE_DIR) + "/tests/fuzz/corpus/checkpoint/crash-quantized-step");
-  ASSERT_FALSE(file.empty());
-  try {
-    parse_checkpoint(std::vector<char>(file.begin(), file.end()), "last.pt");
-    FAIL() << "parsed";
-  } catch (const std::runtime_error& error) {
-    const std::string message = error.what();
-    EXPECT_EQ(message.rfind("checkpoint last.pt: ", 0), 0u) << message;
-    EXPECT_EQ(message.find('\n'), std::string::npos) << message;
-  }
+  const std::string message = refusal_of_corpus_input("crash-quantized-step");
+  EXPECT_EQ(message.rfind("checkpoint last.pt: ", 0), 0u) << message;
+  EXPECT_EQ(message.find('\n'), std::string::npos) << message;
 }
 
 TEST(Checkpoint, TensorsThatAreNotDenseRealNumbersAreRefused) {
