@@ -414,8 +414,7 @@ CheckpointData load_checkpoint(const std::string& path) {
 }
 
 CheckpointData parse_checkpoint(const std::vector<char>& bytes, const std::string& path) {
-  const ZipScan zip =
-      scan_zip_records(reinterpret_cast<const std::uint8_t*>(bytes.data()), bytes.size());
+  const ZipScan zip = scan_zip_records(bytes);
   if (zip.verdict == ZipScan::Verdict::kBomb) {
     throw std::runtime_error("checkpoint " + path + ": " + zip.why + "; " + kExpected);
   }

@@ -111,8 +111,7 @@ std::unique_ptr<Model> load_torchscript(const std::string& path) {
     throw std::invalid_argument(prefix + "cannot read the file (" + error.what() +
                                 "); expected a TorchScript file saved with torch.jit.save");
   }
-  const ZipScan zip =
-      scan_zip_records(reinterpret_cast<const std::uint8_t*>(bytes.data()), bytes.size());
+  const ZipScan zip = scan_zip_records(bytes);
   if (zip.verdict != ZipScan::Verdict::kSafe) {
     throw std::invalid_argument(prefix + "not a TorchScript archive (" + zip.why +
                                 "); expected a file saved with torch.jit.script(model).save(path)");

@@ -147,8 +147,7 @@ WeightsFile read_weights_file(const std::string& path) {
 
 WeightsFile parse_weights_file(const std::vector<char>& bytes, const std::string& path) {
   if (!starts_with(bytes, "PK\x03\x04", 4)) not_weights(path, what_it_is(bytes));
-  const ZipScan zip =
-      scan_zip_records(reinterpret_cast<const std::uint8_t*>(bytes.data()), bytes.size());
+  const ZipScan zip = scan_zip_records(bytes);
   if (zip.verdict == ZipScan::Verdict::kBomb) not_weights(path, zip.why);
   if (zip.verdict == ZipScan::Verdict::kCorrupt) {
     not_weights(path, "not a readable torch.save archive (truncated or corrupt: " + zip.why + ")");

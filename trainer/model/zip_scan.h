@@ -11,6 +11,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace dl::model {
 
@@ -31,5 +32,10 @@ struct ZipScan {
 // finds it (the end record nearest the end of the file, its zip64 records where they are), and
 // every one of its entries is looked at, so a record LibTorch can ask for is one this has seen.
 ZipScan scan_zip_records(const std::uint8_t* data, std::size_t size);
+
+// The same for a file's bytes in memory.
+inline ZipScan scan_zip_records(const std::vector<char>& bytes) {
+  return scan_zip_records(reinterpret_cast<const std::uint8_t*>(bytes.data()), bytes.size());
+}
 
 }  // namespace dl::model

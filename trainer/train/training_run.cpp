@@ -251,6 +251,77 @@ void make_loaders(TrainingRun& run, int workers) {
   run.val_loader = std::make_unique<data::Loader>(*run.data.val, val_cfg);
 }
 
+// Rank 0's run directory: made, locked (one live run per name), train.log attached to the log,
+// and the temporaries of interrupted checkpoint writes removed.
+void open_run_dir(TrainingRun& run) {
+  prepare_run_dir(run.config.run_dir);
+  run.run_lock = lock_run_dir(run.config.run_dir);
+  // Everything logged also goes to the run's train.log, each line as it is logged: after a
+  // crash or a kill -9 the file says what happened up to the end.
+  spdlog::default_logger()->sinks().push_back(
+      std::make_shared<spdlog::sinks::basic_file_sink_mt>(run.config.run_dir + "/train.log"));
+  spdlog::default_logger()->flush_on(spdlog::level::info);
+  remove_interrupted_writes(run);
+}
+
+// --resume from last.pt where there is one; else --init-from's weights, already in the model, or
+// a refusal when --resume has nothing to start from.
+void restore_or_start(TrainingRun& run, bool resuming) {
+  if (resuming) {
+    if (!run.config.init_from.empty()) {
+      spdlog::info("--resume: continuing from {}; --init-from {} is not used", run.last_path,
+                   run.config.init_from);
+    }
+    resume(run);
+  } else if (run.config.resume && !run.config.init_from.empty()) {
+    spdlog::info("--resume: no {} yet; started from --init-from {}", run.last_path,
+                 run.config.init_from);
+  } else if (run.config.resume) {
+    resume(run);  // refuses with 66: no last.pt and nothing else to start from
+  }
+}
+
+// Data-parallel training: the gradients averaged over the ranks in buckets, during or after
+// backward.
+void attach_distributed_step(TrainingRun& run) {
+  BucketOptions buckets;
+  buckets.bucket_bytes = static_cast<std::size_t>(run.config.bucket_mb * (1 << 20));
+  buckets.first_bucket_bytes = std::min<std::size_t>(buckets.bucket_bytes, 1u << 20);
+  buckets.overlap = run.config.overlap;
+  run.dist_step = std::make_unique<DistributedStep>(*run.world.group(), run.params, buckets,
+                                                    stop_signal, run.device);
+  run.runner->set_sync(run.dist_step.get());
+  spdlog::info("gradients averaged over {} ranks in {} bucket(s), {} backward", run.world.size(),
+               run.dist_step->buckets().bucket_count(),
+               run.config.overlap ? "reduced during" : "reduced after");
+}
+
+// Rank 0's TensorBoard events file and live report, and every rank's resource monitor.
+void start_reporting(TrainingRun& run) {
+  // TensorBoard's events file, made last: a run refused during setup leaves none behind.
+  Monitor::FigureSink figures;
+  if (run.world.writes()) {
+    run.events = std::make_unique<report::EventFile>(DirFd::open(run.config.run_dir),
+                                                     report::EventFile::now());
+    std::string runs = std::filesystem::path(run.config.run_dir).lexically_normal().parent_path();
+    if (runs.empty()) runs = ".";
+    spdlog::info("tensorboard: scalars in {} (view: tensorboard --logdir {})", run.events->path(),
+                 runs);
+    run.report = std::make_unique<LiveReport>(run);
+    spdlog::info("report: {} (rewritten at each epoch end)", run.report->path());
+    figures = [&run](const MonitorFigures& f) {
+      run.report->add_figures(f);
+      try {
+        run.events->add(monitor_scalars(f), run.global_step.load());
+      } catch (const std::exception& e) {
+        spdlog::warn("monitor: {}", e.what());  // the monitor's thread must not end the run
+      }
+    };
+  }
+  run.monitor = std::make_unique<Monitor>(
+      run.config.monitor_every, [](const std::string& line) { spdlog::info("{}", line); },
+      std::string(), std::move(figures));
+}
 }  // namespace
 
 TrainingRun::TrainingRun(const TrainConfig& cfg)
@@ -271,17 +342,7 @@ TrainingRun::TrainingRun(const TrainConfig& cfg)
   if (!config.init_from.empty() && !resuming) {
     init_weights = model::read_weights_file(config.init_from);
   }
-  // Only rank 0 writes the run directory; the others' lines go to their own output.
-  if (world.writes()) {
-    prepare_run_dir(config.run_dir);
-    run_lock = lock_run_dir(config.run_dir);
-    // Everything logged also goes to the run's train.log, each line as it is logged: after a
-    // crash or a kill -9 the file says what happened up to the end.
-    spdlog::default_logger()->sinks().push_back(
-        std::make_shared<spdlog::sinks::basic_file_sink_mt>(config.run_dir + "/train.log"));
-    spdlog::default_logger()->flush_on(spdlog::level::info);
-    remove_interrupted_writes(*this);
-  }
+  if (world.writes()) open_run_dir(*this);
   if (config.threads > 0) torch::set_num_threads(config.threads);
   if (device.is_cuda()) at::globalContext().setBenchmarkCuDNN(true);
   if (!precision.warning.empty()) spdlog::warn("precision: {}", precision.warning);
@@ -316,17 +377,7 @@ TrainingRun::TrainingRun(const TrainConfig& cfg)
   world.broadcast_from_first(state);
   optimizer = std::make_unique<torch::optim::AdamW>(params, adamw_options(config));
   scaler = std::make_unique<GradScaler>(scaler_settings, device);
-  if (resuming) {
-    if (!config.init_from.empty()) {
-      spdlog::info("--resume: continuing from {}; --init-from {} is not used", last_path,
-                   config.init_from);
-    }
-    resume(*this);
-  } else if (config.resume && !config.init_from.empty()) {
-    spdlog::info("--resume: no {} yet; started from --init-from {}", last_path, config.init_from);
-  } else if (config.resume) {
-    resume(*this);  // refuses with 66: no last.pt and nothing else to start from
-  }
+  restore_or_start(*this, resuming);
   spdlog::info("model {} ({} parameters) on {}, {} threads, {} workers, batch {}, {} epochs",
                net->name(), count_parameters(params), device.str(), torch::get_num_threads(),
                workers, batch_size, config.epochs);
@@ -334,43 +385,10 @@ TrainingRun::TrainingRun(const TrainConfig& cfg)
                scaler->enabled() ? fmt::format(", loss scale {:g}", scaler->current_scale()) : "");
   runner = std::make_unique<StepRunner>(*net, *optimizer, params, *scaler, precision.precision,
                                         device, config.clip_norm);
-  if (world.group() != nullptr) {
-    BucketOptions buckets;
-    buckets.bucket_bytes = static_cast<std::size_t>(config.bucket_mb * (1 << 20));
-    buckets.first_bucket_bytes = std::min<std::size_t>(buckets.bucket_bytes, 1u << 20);
-    buckets.overlap = config.overlap;
-    dist_step =
-        std::make_unique<DistributedStep>(*world.group(), params, buckets, stop_signal, device);
-    runner->set_sync(dist_step.get());
-    spdlog::info("gradients averaged over {} ranks in {} bucket(s), {} backward", world.size(),
-                 dist_step->buckets().bucket_count(),
-                 config.overlap ? "reduced during" : "reduced after");
-  }
+  if (world.group() != nullptr) attach_distributed_step(*this);
   make_loaders(*this, workers);
 
-  // TensorBoard's events file, made last: a run refused during setup leaves none behind.
-  Monitor::FigureSink figures;
-  if (world.writes()) {
-    events =
-        std::make_unique<report::EventFile>(DirFd::open(config.run_dir), report::EventFile::now());
-    std::string runs = std::filesystem::path(config.run_dir).lexically_normal().parent_path();
-    if (runs.empty()) runs = ".";
-    spdlog::info("tensorboard: scalars in {} (view: tensorboard --logdir {})", events->path(),
-                 runs);
-    report = std::make_unique<LiveReport>(*this);
-    spdlog::info("report: {} (rewritten at each epoch end)", report->path());
-    figures = [this](const MonitorFigures& f) {
-      report->add_figures(f);
-      try {
-        events->add(monitor_scalars(f), global_step.load());
-      } catch (const std::exception& e) {
-        spdlog::warn("monitor: {}", e.what());  // the monitor's thread must not end the run
-      }
-    };
-  }
-  monitor = std::make_unique<Monitor>(
-      config.monitor_every, [](const std::string& line) { spdlog::info("{}", line); },
-      std::string(), std::move(figures));
+  start_reporting(*this);
   terminal = world.writes() && isatty(STDOUT_FILENO) != 0;
   batches_per_epoch = config.limit_batches > 0
                           ? std::min(config.limit_batches, train_loader->batches_per_epoch())
