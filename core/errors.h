@@ -27,6 +27,7 @@ constexpr int kRendezvous =
     75;                        // the ranks could not meet (timeout, port in use), or a peer failed
 constexpr int kMismatch = 76;  // weights, checkpoint and data that do not fit each other
 constexpr int kNoPermission = 77;    // config file not readable
+constexpr int kRunExists = 78;       // a fresh start under a name that holds checkpoints
 constexpr int kSomeUnreadable = 79;  // predict: some inputs could not be decoded (the rest were)
 constexpr int kDiverged = 80;        // the loss became NaN or infinite (dl-train)
 constexpr int kNotExecutable = 126;
@@ -46,7 +47,9 @@ inline constexpr ExitCodeRow kExitCodes[] = {
      "unknown option or bad value (the message names the option, variable or config key)"},
     {"65", "malformed config file",
      "malformed config file or data set, or too many undecodable samples (--max-bad-fraction)"},
-    {"66", "workspace or config file does not exist; init: no workspace template found",
+    {"66",
+     "workspace, config file, --data or --resume's last.pt does not exist; init: no workspace "
+     "template found",
      "data, model file or --resume checkpoint does not exist"},
     {"69",
      "the requested device is not available (no visible GPU, or an NVIDIA driver too old for the "
@@ -68,6 +71,11 @@ inline constexpr ExitCodeRow kExitCodes[] = {
      "--init-from weights or a checkpoint that do not fit the model (another architecture, no "
      "matching names), or a data set whose classes differ from the checkpoint's"},
     {"77", "config file not readable", "config file not readable"},
+    {"78",
+     "a fresh start under a --name whose run directory holds checkpoints (--resume continues "
+     "it, --overwrite replaces them)",
+     "a fresh start in a run directory that holds checkpoints (--resume continues it, "
+     "--overwrite replaces them)"},
     {"79", "",
      "predict: some inputs could not be decoded (each is named in the CSV; the rest were "
      "predicted)"},

@@ -12,6 +12,7 @@
 #include <cctype>
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <stdexcept>
 #include <utility>
 
@@ -152,6 +153,22 @@ std::vector<std::string> remove_stale_temporaries(const std::string& path) {
   ::closedir(listing);
   std::sort(removed.begin(), removed.end());
   return removed;
+}
+
+std::string current_directory() {
+  std::vector<char> buf(4096);
+  while (::getcwd(buf.data(), buf.size()) == nullptr) {
+    if (errno != ERANGE || buf.size() > (1u << 20)) return ".";
+    buf.resize(buf.size() * 2);
+  }
+  return buf.data();
+}
+
+std::string absolute_path(const std::string& path, const std::string& base) {
+  if (path.empty() || path.front() == '/') return path;
+  std::string joined = std::filesystem::path(base + "/" + path).lexically_normal().string();
+  while (joined.size() > 1 && joined.back() == '/') joined.pop_back();
+  return joined;
 }
 
 std::string parent_directory(const std::string& path) {

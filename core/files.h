@@ -39,6 +39,13 @@ std::vector<char> read_whole_file(const std::string& path);
 // "is a FIFO, not a regular file" and the like, for a file of type `mode` (stat's st_mode).
 std::string not_regular_file(mode_t mode);
 
+// The process's working directory ("." when it cannot be named).
+std::string current_directory();
+
+// `path` made absolute against `base` and normalised lexically ("ws/./data" -> "/home/u/ws/data");
+// an absolute or empty path is returned as it is.
+std::string absolute_path(const std::string& path, const std::string& base);
+
 // "a/b/c" -> "a/b"; "c" -> "."; "/c" -> "/".
 std::string parent_directory(const std::string& path);
 

@@ -56,6 +56,26 @@ Rule text() {
   return Rule{};
 }
 
+bool always(const std::string&) {
+  return true;
+}
+
+// A program or library named with a directory (else it is looked up: PATH, the loader's search).
+bool has_directory(const std::string& v) {
+  return v.find('/') != std::string::npos;
+}
+
+Rule path(bool (*when)(const std::string&) = always) {
+  Rule r;
+  r.names_path = when;
+  return r;
+}
+
+Rule with_path(Rule r, bool (*when)(const std::string&)) {
+  r.names_path = when;
+  return r;
+}
+
 bool cuda_index(const std::string& v) {
   return v.rfind("cuda:", 0) == 0 && parse_u64(v.substr(5)).has_value();
 }
@@ -70,10 +90,14 @@ bool torchscript_file(const std::string& v) {
   return v.size() > 3 && ends_with(v, ".pt");
 }
 
+bool model_file(const std::string& v) {
+  return torchscript_file(v) || has_directory(v);
+}
+
 const std::map<std::string, Rule>& table() {
   static const std::map<std::string, Rule> t = {
       // Launch settings.
-      {"workspace", text()},
+      {"workspace", path()},
       {"name", text()},  // a directory name: checked by the launcher's options
       {"workers", integer(0, 1024, true)},
       {"threads", integer(1, 4096, true)},
@@ -83,8 +107,8 @@ const std::map<std::string, Rule>& table() {
       {"samples", integer(0, kLongMax, true)},
       {"input-shape", text()},  // CxHxW: checked by the launcher's options
       {"grace-period", real(0, 86400)},
-      {"trainer", text()},
-      {"nvml-library", text()},
+      {"trainer", path(has_directory)},
+      {"nvml-library", path(has_directory)},
       {"memory-budget", text()},  // a memory size: checked by the launcher's options
       {"memory-margin", real(0, 0.9)},
       {"retune", flag()},
@@ -97,9 +121,10 @@ const std::map<std::string, Rule>& table() {
       {"cpu-bind", choice({"none", "cores"})},
       {"log-ranks", choice({"0", "all"})},
       // Training settings.
-      {"data", text()},
-      {"model", choice({"cnn", "resnet18", "resnet34", "resnet50"}, torchscript_file,
-                       "a TorchScript file (.pt)")},
+      {"data", path()},
+      {"model", with_path(choice({"cnn", "resnet18", "resnet34", "resnet50"}, torchscript_file,
+                                 "a TorchScript file (.pt)"),
+                          model_file)},
       {"epochs", integer(1, 100000)},
       {"lr", real(0, 1e6)},
       {"weight-decay", real(0, 10)},
@@ -121,7 +146,8 @@ const std::map<std::string, Rule>& table() {
       {"probe-batch", integer(1, kMaxBatch)},
       {"limit-batches", integer(0, kLongMax)},
       {"resume", flag()},
-      {"init-from", text()},  // a file: checked by dl-train before its run directory exists
+      {"overwrite", flag()},
+      {"init-from", path()},  // a file: checked by dl-train before its run directory exists
       {"freeze", choice({"none", "backbone"}, stage_count, "a number of ResNet stages 0 to 4")},
       {"dist-backend", choice({"auto", "gloo", "nccl"})},
       {"dist-timeout", real(1, 86400)},
@@ -139,6 +165,12 @@ const Rule& rule(const std::string& key) {
   const auto it = table().find(key);
   if (it == table().end()) throw std::logic_error("setting '" + key + "' has no rule");
   return it->second;
+}
+
+bool names_path(const std::string& key, const std::string& value) {
+  if (key == "config") return true;
+  const auto it = table().find(key);
+  return it != table().end() && it->second.names_path != nullptr && it->second.names_path(value);
 }
 
 void check(const Layers& s, const boost::program_options::options_description& which) {

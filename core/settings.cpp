@@ -5,6 +5,7 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cerrno>
 #include <cstdlib>
@@ -20,33 +21,41 @@
 namespace dl::settings {
 namespace {
 
+// Every setting's value is text, validated on read (setting_rules.h). A flag given alone means
+// true on the command line, for every flag of both programs: `--resume` is `--resume=true`.
+po::typed_value<std::string>* value(const std::string& key) {
+  auto* v = po::value<std::string>();
+  if (rule(key).kind == Rule::Kind::kFlag) v->implicit_value("true");
+  return v;
+}
+
 po::options_description make_launch() {
   po::options_description d("Launch settings");
   // clang-format off
   d.add_options()
-    ("workspace", po::value<std::string>(), "workspace directory (the program's working directory)")
-    ("name", po::value<std::string>(), "run name: runs/<name>/ in the workspace (default: a timestamp)")
-    ("workers", po::value<std::string>(), "data-loading workers, or auto")
-    ("threads", po::value<std::string>(), "compute threads of the trainer, or auto")
-    ("batch-size", po::value<std::string>(), "batch size (default 64)")
-    ("precision", po::value<std::string>(), "auto, fp32, fp16 or bf16")
-    ("device", po::value<std::string>(), "auto, cpu, cuda or cuda:N")
-    ("samples", po::value<std::string>(), "data set size when known, or auto (planning uses it)")
-    ("input-shape", po::value<std::string>(), "one sample's shape CxHxW, or auto (planning uses it)")
-    ("grace-period", po::value<std::string>(), "seconds between forwarding a stop signal and killing (default 30)")
-    ("trainer", po::value<std::string>(), "the default program (default dl-train)")
-    ("nvml-library", po::value<std::string>(), "NVML library to load (default libnvidia-ml.so.1)")
-    ("memory-budget", po::value<std::string>(), "memory the batch-size search may plan for, e.g. 6GiB or 512MiB (default: free GPU memory minus the margin; on CPU the usable RAM)")
-    ("memory-margin", po::value<std::string>(), "share of free GPU memory kept back by the batch-size search (default 0.1)")
-    ("retune", po::value<std::string>()->implicit_value("true"), "search the batch size again instead of using the workspace's cached answer")
-    ("run-as-owner", po::value<std::string>()->implicit_value("true"), "when run as root on a workspace that belongs to another user, run the program as that user so the files it writes are theirs (default true)")
-    ("nproc-per-node", po::value<std::string>(), "processes (ranks) to start on this node: N, gpu (one per visible GPU) or auto (one per GPU on CUDA, one on CPU; the default for dl-train, 1 for a command)")
-    ("nnodes", po::value<std::string>(), "nodes taking part (default 1, or the scheduler's)")
-    ("node-rank", po::value<std::string>(), "this node's rank, 0 to nnodes - 1 (default 0, or the scheduler's)")
-    ("master-addr", po::value<std::string>(), "host of rank 0's rendezvous store (default 127.0.0.1 on one node; needed for several)")
-    ("master-port", po::value<std::string>(), "port of rank 0's rendezvous store (default: a free port on one node, 29500 on several)")
-    ("cpu-bind", po::value<std::string>(), "none, or cores: pin each local rank to its own share of the usable CPUs (default none)")
-    ("log-ranks", po::value<std::string>(), "ranks whose output the terminal shows: 0 (this node's first) or all, prefixed [rank N] (default 0)");
+    ("workspace", value("workspace"), "workspace directory (the program's working directory)")
+    ("name", value("name"), "run name: runs/<name>/ in the workspace (default: a timestamp)")
+    ("workers", value("workers"), "data-loading workers, or auto")
+    ("threads", value("threads"), "compute threads of the trainer, or auto")
+    ("batch-size", value("batch-size"), "batch size (default 64)")
+    ("precision", value("precision"), "auto, fp32, fp16 or bf16")
+    ("device", value("device"), "auto, cpu, cuda or cuda:N")
+    ("samples", value("samples"), "data set size when known, or auto (planning uses it)")
+    ("input-shape", value("input-shape"), "one sample's shape CxHxW, or auto (planning uses it)")
+    ("grace-period", value("grace-period"), "seconds between forwarding a stop signal and killing (default 30)")
+    ("trainer", value("trainer"), "the default program (default dl-train)")
+    ("nvml-library", value("nvml-library"), "NVML library to load (default libnvidia-ml.so.1)")
+    ("memory-budget", value("memory-budget"), "memory the batch-size search may plan for, e.g. 6GiB or 512MiB (default: free GPU memory minus the margin; on CPU the usable RAM)")
+    ("memory-margin", value("memory-margin"), "share of free GPU memory kept back by the batch-size search (default 0.1)")
+    ("retune", value("retune"), "search the batch size again instead of using the workspace's cached answer")
+    ("run-as-owner", value("run-as-owner"), "when run as root on a workspace that belongs to another user, run the program as that user so the files it writes are theirs (default true)")
+    ("nproc-per-node", value("nproc-per-node"), "processes (ranks) to start on this node: N, gpu (one per visible GPU) or auto (one per GPU on CUDA, one on CPU; the default for dl-train, 1 for a command)")
+    ("nnodes", value("nnodes"), "nodes taking part (default 1, or the scheduler's)")
+    ("node-rank", value("node-rank"), "this node's rank, 0 to nnodes - 1 (default 0, or the scheduler's)")
+    ("master-addr", value("master-addr"), "host of rank 0's rendezvous store (default 127.0.0.1 on one node; needed for several)")
+    ("master-port", value("master-port"), "port of rank 0's rendezvous store (default: a free port on one node, 29500 on several)")
+    ("cpu-bind", value("cpu-bind"), "none, or cores: pin each local rank to its own share of the usable CPUs (default none)")
+    ("log-ranks", value("log-ranks"), "ranks whose output the terminal shows: 0 (this node's first) or all, prefixed [rank N] (default 0)");
   // clang-format on
   return d;
 }
@@ -55,34 +64,35 @@ po::options_description make_train() {
   po::options_description d("Training settings (dl-train)");
   // clang-format off
   d.add_options()
-    ("data", po::value<std::string>(), "data: an MNIST/Fashion-MNIST IDX or CIFAR-10 directory, an ImageFolder tree, or a CSV manifest (default: Fashion-MNIST)")
-    ("model", po::value<std::string>(), "cnn, resnet18, resnet34, resnet50, or a TorchScript file (.pt) (default cnn)")
-    ("epochs", po::value<std::string>(), "epochs (default 10)")
-    ("lr", po::value<std::string>(), "AdamW learning rate (default 0.001)")
-    ("weight-decay", po::value<std::string>(), "AdamW weight decay (default 0.01)")
-    ("clip-norm", po::value<std::string>(), "gradient clipping max norm, 0 for none (default 1.0)")
-    ("image-size", po::value<std::string>(), "training image size, or auto (the data's own)")
-    ("val-fraction", po::value<std::string>(), "held-out fraction when the data has no validation split (default 0.1)")
-    ("seed", po::value<std::string>(), "random seed (default 42)")
-    ("log-every", po::value<std::string>(), "batches between log lines (default 100)")
-    ("monitor-every", po::value<std::string>(), "seconds between resource reports, 0 for none (default 30)")
-    ("max-bad-fraction", po::value<std::string>(), "undecodable samples tolerated before failing (default 0.01)")
-    ("max-image-pixels", po::value<std::string>(), "image files whose header claims more pixels are skipped as bad samples, unread (default 178956970, PIL's limit)")
-    ("loss-scale", po::value<std::string>(), "fp16 GradScaler initial scale (default 65536)")
-    ("loss-scale-growth", po::value<std::string>(), "GradScaler growth factor (default 2.0)")
-    ("loss-scale-backoff", po::value<std::string>(), "GradScaler backoff factor (default 0.5)")
-    ("loss-scale-interval", po::value<std::string>(), "clean steps before the GradScaler grows the scale (default 2000)")
-    ("probe-batch", po::value<std::string>(), "probe mode: run a few training steps at this batch size on synthetic data and print peak memory as JSON")
-    ("limit-batches", po::value<std::string>(), "train on at most this many batches per epoch, 0 for all (default 0)")
-    ("resume", po::value<std::string>()->implicit_value("true"), "continue from the run's last.pt (--resume, or true/false)")
-    ("init-from", po::value<std::string>(), "start from the weights in FILE (a torch.save state dict, e.g. torchvision's, or a dl-train checkpoint): tensors whose name and shape match are loaded, a classifier for another class count starts fresh, the rest is reported (--resume with an existing last.pt takes precedence)")
-    ("freeze", po::value<std::string>(), "keep part of the model fixed while training: none, backbone (everything but the classifier) or N (a ResNet's stem and first N of its 4 stages) (default none)")
-    ("dist-backend", po::value<std::string>(), "distributed: auto (nccl on CUDA, gloo on CPU), gloo or nccl (default auto; gloo or nccl form a process group even for one rank)")
-    ("dist-timeout", po::value<std::string>(), "distributed: seconds a collective may wait for the other ranks (default 300)")
-    ("rdzv-timeout", po::value<std::string>(), "distributed: seconds for every rank to arrive at MASTER_ADDR:MASTER_PORT (default 300)")
-    ("lr-scaling", po::value<std::string>(), "distributed: none keeps --lr, linear multiplies it by the world size, sqrt by its square root (default none)")
-    ("bucket-mb", po::value<std::string>(), "distributed: gradient bucket size in MiB, as DDP's bucket_cap_mb (default 25)")
-    ("overlap", po::value<std::string>()->implicit_value("true"), "distributed: reduce gradient buckets during backward (default true; false waits for backward to end)");
+    ("data", value("data"), "data: an MNIST/Fashion-MNIST IDX or CIFAR-10 directory, an ImageFolder tree, or a CSV manifest (default: Fashion-MNIST)")
+    ("model", value("model"), "cnn, resnet18, resnet34, resnet50, or a TorchScript file (.pt) (default cnn)")
+    ("epochs", value("epochs"), "epochs (default 10)")
+    ("lr", value("lr"), "AdamW learning rate (default 0.001)")
+    ("weight-decay", value("weight-decay"), "AdamW weight decay (default 0.01)")
+    ("clip-norm", value("clip-norm"), "gradient clipping max norm, 0 for none (default 1.0)")
+    ("image-size", value("image-size"), "training image size, or auto (the data's own)")
+    ("val-fraction", value("val-fraction"), "held-out fraction when the data has no validation split (default 0.1)")
+    ("seed", value("seed"), "random seed (default 42)")
+    ("log-every", value("log-every"), "batches between log lines (default 100)")
+    ("monitor-every", value("monitor-every"), "seconds between resource reports, 0 for none (default 30)")
+    ("max-bad-fraction", value("max-bad-fraction"), "undecodable samples tolerated before failing (default 0.01)")
+    ("max-image-pixels", value("max-image-pixels"), "image files whose header claims more pixels are skipped as bad samples, unread (default 178956970, PIL's limit)")
+    ("loss-scale", value("loss-scale"), "fp16 GradScaler initial scale (default 65536)")
+    ("loss-scale-growth", value("loss-scale-growth"), "GradScaler growth factor (default 2.0)")
+    ("loss-scale-backoff", value("loss-scale-backoff"), "GradScaler backoff factor (default 0.5)")
+    ("loss-scale-interval", value("loss-scale-interval"), "clean steps before the GradScaler grows the scale (default 2000)")
+    ("probe-batch", value("probe-batch"), "probe mode: run a few training steps at this batch size on synthetic data and print peak memory as JSON")
+    ("limit-batches", value("limit-batches"), "train on at most this many batches per epoch, 0 for all (default 0)")
+    ("resume", value("resume"), "continue from the run's last.pt (--resume, or true/false)")
+    ("overwrite", value("overwrite"), "start afresh under a --name whose run directory already holds checkpoints, replacing them (without it such a start is refused, exit 78)")
+    ("init-from", value("init-from"), "start from the weights in FILE (a torch.save state dict, e.g. torchvision's, or a dl-train checkpoint): tensors whose name and shape match are loaded, a classifier for another class count starts fresh, the rest is reported (--resume with an existing last.pt takes precedence)")
+    ("freeze", value("freeze"), "keep part of the model fixed while training: none, backbone (everything but the classifier) or N (a ResNet's stem and first N of its 4 stages) (default none)")
+    ("dist-backend", value("dist-backend"), "distributed: auto (nccl on CUDA, gloo on CPU), gloo or nccl (default auto; gloo or nccl form a process group even for one rank)")
+    ("dist-timeout", value("dist-timeout"), "distributed: seconds a collective may wait for the other ranks (default 300)")
+    ("rdzv-timeout", value("rdzv-timeout"), "distributed: seconds for every rank to arrive at MASTER_ADDR:MASTER_PORT (default 300)")
+    ("lr-scaling", value("lr-scaling"), "distributed: none keeps --lr, linear multiplies it by the world size, sqrt by its square root (default none)")
+    ("bucket-mb", value("bucket-mb"), "distributed: gradient bucket size in MiB, as DDP's bucket_cap_mb (default 25)")
+    ("overlap", value("overlap"), "distributed: reduce gradient buckets during backward (default true; false waits for backward to end)");
   // clang-format on
   return d;
 }
@@ -136,17 +146,26 @@ void bad_value(const std::string& source, const std::string& value, const std::s
   throw UserError(exit_code::kUsage, source + ": expected " + expected + ", got '" + value + "'");
 }
 
-void Layers::remember(const po::parsed_options& parsed, const std::string& origin) {
+void Layers::remember(const po::parsed_options& parsed, Origin origin, const std::string& file,
+                      const std::map<std::string, int>& lines) {
   for (const auto& opt : parsed.options) {
-    if (origin != "cli" && origin != "env") file_keys_.insert(opt.string_key);
-    if (where_.count(opt.string_key)) continue;
-    if (origin == "cli") {
-      where_[opt.string_key] = "--" + opt.string_key;
-      if (!opt.value.empty()) cli_values_[opt.string_key] = opt.value.front();
-    } else if (origin == "env") {
-      where_[opt.string_key] = key_to_env(opt.string_key);
-    } else {
-      where_[opt.string_key] = origin + ": " + opt.string_key;
+    const std::string& key = opt.string_key;
+    if (origin == Origin::kFile) file_keys_.insert(key);
+    if (where_.count(key)) continue;
+    origin_[key] = origin;
+    switch (origin) {
+      case Origin::kCommandLine:
+        where_[key] = "--" + key;
+        break;
+      case Origin::kEnvironment:
+        where_[key] = key_to_env(key);
+        break;
+      case Origin::kFile: {
+        const auto line = lines.find(key);
+        where_[key] =
+            file + (line == lines.end() ? "" : ":" + std::to_string(line->second)) + ": " + key;
+        break;
+      }
     }
   }
 }
@@ -159,7 +178,15 @@ void Layers::add_command_line(const std::vector<std::string>& args,
         po::command_line_style::default_style & ~po::command_line_style::allow_guessing;
     const auto parsed = po::command_line_parser(args).options(desc).style(style).run();
     po::store(parsed, vm_);
-    remember(parsed, "cli");
+    remember(parsed, Origin::kCommandLine, "", {});
+  } catch (const po::unknown_option& e) {
+    std::string name = e.get_option_name();
+    while (!name.empty() && name.front() == '-') name.erase(0, 1);
+    const std::string near = nearest_name(name, desc);
+    throw UserError(
+        exit_code::kUsage,
+        std::string(e.what()) +
+            (near.empty() ? "; see --help" : ": did you mean --" + near + "? (see --help)"));
   } catch (const po::error& e) {
     throw UserError(exit_code::kUsage, std::string(e.what()) + "; see --help");
   }
@@ -170,10 +197,88 @@ void Layers::add_environment() {
     const auto parsed =
         po::parse_environment(all(), [](const std::string& v) { return env_to_key(v); });
     po::store(parsed, vm_);
-    remember(parsed, "env");
+    remember(parsed, Origin::kEnvironment, "", {});
   } catch (const po::error& e) {
     throw UserError(exit_code::kUsage, std::string("DL_* environment: ") + e.what());
   }
+}
+
+namespace {
+
+// The line of each key of a config file, checking on the way what Boost's parser would report
+// without a line: a line that is no `key = value`, an unknown key, a key set twice.
+std::map<std::string, int> key_lines(const std::string& text, const std::string& path) {
+  std::map<std::string, int> lines;
+  std::istringstream in(text);
+  std::string raw;
+  for (int n = 1; std::getline(in, raw); ++n) {
+    // As Boost reads it: '#' starts a comment anywhere; [section] lines prefix the keys after
+    // them, which no setting has (Boost names the prefixed key).
+    const std::string line = trim(raw.substr(0, raw.find('#')));
+    if (line.empty() || line.front() == '[') continue;
+    const std::string at = "config file " + path + ":" + std::to_string(n) + ": ";
+    const auto eq = line.find('=');
+    if (eq == std::string::npos) {
+      throw UserError(exit_code::kBadConfig,
+                      at + "expected a key = value line, got '" + line + "'");
+    }
+    const std::string key = trim(line.substr(0, eq));
+    if (all().find_nothrow(key, false) == nullptr) {
+      const std::string near = nearest_name(key, all());
+      throw UserError(exit_code::kBadConfig,
+                      at + "unknown key '" + key + "'" +
+                          (near.empty() ? "" : "; did you mean '" + near + "'?") +
+                          "; see --help for the keys");
+    }
+    const auto [first, inserted] = lines.emplace(key, n);
+    if (!inserted) {
+      throw UserError(exit_code::kBadConfig, at + "'" + key + "' is set again (first on line " +
+                                                 std::to_string(first->second) +
+                                                 "); expected each key once");
+    }
+  }
+  return lines;
+}
+
+// Levenshtein distance, for suggestions between short option names.
+std::size_t edit_distance(const std::string& a, const std::string& b) {
+  std::vector<std::size_t> row(b.size() + 1);
+  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    std::size_t diagonal = row[0];
+    row[0] = i;
+    for (std::size_t j = 1; j <= b.size(); ++j) {
+      const std::size_t up = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diagonal = up;
+    }
+  }
+  return row[b.size()];
+}
+
+}  // namespace
+
+std::string nearest_name(const std::string& given, const po::options_description& desc) {
+  if (given.empty()) return {};
+  std::string prefixed;
+  int prefixes = 0;
+  std::string nearest;
+  std::size_t best = std::max<std::size_t>(2, given.size() / 3) + 1;
+  for (const auto& option : desc.options()) {
+    const std::string& name = option->long_name();
+    if (name.empty()) continue;
+    if (name.rfind(given, 0) == 0) {
+      prefixed = name;
+      ++prefixes;
+    }
+    const std::size_t d = edit_distance(given, name);
+    if (d < best) {
+      best = d;
+      nearest = name;
+    }
+  }
+  // `--limit` is the start of one option only: that one, however far in edits.
+  return prefixes == 1 ? prefixed : nearest;
 }
 
 bool Layers::add_config_file(const std::string& path, bool required) {
@@ -192,18 +297,20 @@ bool Layers::add_config_file(const std::string& path, bool required) {
                                              "; expected a file of key = value lines");
   }
   // Read whole, without waiting: a FIFO put under the name after the stat is refused too.
-  std::istringstream in;
+  std::string text;
   try {
     const std::vector<char> bytes = read_whole_file(path);
-    in.str(std::string(bytes.begin(), bytes.end()));
+    text.assign(bytes.begin(), bytes.end());
   } catch (const std::runtime_error& e) {
     throw UserError(exit_code::kNoPermission,
                     "config file " + path + ": cannot be read (" + e.what() + ")");
   }
+  const std::map<std::string, int> lines = key_lines(text, path);
   try {
+    std::istringstream in(text);
     const auto parsed = po::parse_config_file(in, all(), /*allow_unregistered=*/false);
     po::store(parsed, vm_);
-    remember(parsed, path);
+    remember(parsed, Origin::kFile, path, lines);
   } catch (const po::unknown_option& e) {
     throw UserError(exit_code::kBadConfig, "config file " + path + ": unknown key '" +
                                                e.get_option_name() + "'; see --help for the keys");
@@ -212,6 +319,32 @@ bool Layers::add_config_file(const std::string& path, bool required) {
                     "config file " + path + ": " + e.what() + "; expected key = value lines");
   }
   return true;
+}
+
+void Layers::resolve_paths(const std::string& cwd) {
+  for (auto& [key, value] : vm_) {
+    const auto from = origin(key);
+    if (!from || *from == Origin::kFile || value.empty()) continue;
+    std::string text = trim(value.as<std::string>());
+    if (!names_path(key, text)) continue;
+    value.value() = absolute_path(text, cwd);
+  }
+}
+
+std::optional<Layers::Origin> Layers::origin(const std::string& key) const {
+  const auto it = origin_.find(key);
+  return it == origin_.end() ? std::nullopt : std::optional<Origin>(it->second);
+}
+
+std::map<std::string, std::string> Layers::command_line_values() const {
+  std::map<std::string, std::string> values;
+  for (const auto& [key, from] : origin_) {
+    if (from == Origin::kCommandLine && vm_.count(key) && !vm_[key].empty()) {
+      // The stored value: an implicit one (`--resume` alone) is there, not in the parsed tokens.
+      values[key] = vm_[key].as<std::string>();
+    }
+  }
+  return values;
 }
 
 std::string Layers::get(const std::string& key) const {

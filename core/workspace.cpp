@@ -1,6 +1,8 @@
 // Workspace checks and run directories.
 #include "core/workspace.h"
 
+#include <dirent.h>
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -12,6 +14,7 @@
 #include "core/errors.h"
 #include "core/files.h"
 #include "core/run_as.h"
+#include "core/text.h"
 
 namespace dl {
 namespace {
@@ -68,6 +71,57 @@ std::string choose_run_name(const std::string& workspace, const std::string& req
     name = std::string(stamp) + "-" + std::to_string(n);
   }
   return name;
+}
+
+std::vector<std::string> run_checkpoints(const std::string& run_dir) {
+  std::vector<std::string> found;
+  for (const char* name : {"last.pt", "best.pt"}) {
+    struct stat st {};
+    if (lstat((run_dir + "/" + name).c_str(), &st) == 0) found.emplace_back(name);
+  }
+  return found;
+}
+
+void refuse_overwrite(const std::string& run_dir) {
+  const std::vector<std::string> saved = run_checkpoints(run_dir);
+  if (saved.empty()) return;
+  std::string names;
+  for (const auto& n : saved) names += (names.empty() ? "" : ", ") + n;
+  throw UserError(exit_code::kRunExists,
+                  "run directory " + run_dir + " already holds checkpoints (" + names +
+                      ") of an earlier run; continue it with --resume, or start another with a "
+                      "new --name (--overwrite replaces them)");
+}
+
+bool remove_refused_run_dir(int parent_fd, const std::string& name) {
+  const int runs = parent_fd;
+  bool removed = false;
+  const int dir = ::openat(runs, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (dir >= 0) {
+    DIR* listing = ::fdopendir(dir);
+    std::vector<std::string> entries;
+    bool keep = listing == nullptr;
+    while (listing != nullptr) {
+      const dirent* e = ::readdir(listing);
+      if (e == nullptr) break;
+      const std::string n = e->d_name;
+      if (n == "." || n == "..") continue;
+      if (ends_with(n, ".pt")) keep = true;  // something saved: not ours to remove
+      entries.push_back(n);
+    }
+    if (!keep) {
+      // unlinkat removes a link itself, never what it points to; a directory stays (and so does
+      // the run directory, then).
+      for (const auto& n : entries) ::unlinkat(::dirfd(listing), n.c_str(), 0);
+      removed = ::unlinkat(runs, name.c_str(), AT_REMOVEDIR) == 0;
+    }
+    if (listing != nullptr) {
+      ::closedir(listing);
+    } else {
+      ::close(dir);
+    }
+  }
+  return removed;
 }
 
 std::string create_run_dir(const std::string& workspace, const std::string& name) {

@@ -9,8 +9,10 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <ctime>
 #include <exception>
 #include <iostream>
@@ -97,6 +99,39 @@ BatchCacheKey cache_key(const LaunchOptions& opts, const Launch& l) {
   return k;
 }
 
+// The data named by --data, DL_DATA or dl.conf is there: a typo stops here, dry run or not, before
+// the probes and before anything is written. Looked at as the workspace's owner, who will read it.
+void check_data(const LaunchOptions& opts, const Launch& launch) {
+  if (opts.data.empty()) return;
+  const ActAs owner(launch.run_as);
+  struct stat st {};
+  if (stat(opts.data_path.c_str(), &st) == 0) return;
+  throw UserError(exit_code::kMissing,
+                  opts.data_source + ": data " + opts.data_path + " cannot be found (" +
+                      std::strerror(errno) +
+                      "); expected an MNIST/Fashion-MNIST IDX or CIFAR-10 directory, an "
+                      "ImageFolder tree or a CSV manifest");
+}
+
+// What this start would do to the run directory, checked where rank 0 runs (the other nodes take
+// its word, as dl-train does): dl-train's --resume needs a last.pt (or --init-from's weights), and
+// a fresh start does not replace an earlier run's checkpoints without --overwrite.
+void check_run_dir(const LaunchOptions& opts, const Launch& launch) {
+  if (launch.plan.topology.first_rank != 0) return;
+  const ActAs owner(launch.run_as);
+  const std::vector<std::string> saved = run_checkpoints(launch.run_dir);
+  const bool has_last = std::find(saved.begin(), saved.end(), "last.pt") != saved.end();
+  if (opts.resume && launch.request.default_program && !has_last && !opts.init_from_given) {
+    const std::string named =
+        opts.run_name.empty() ? "; no --name was given (runs/ lists the names)" : "";
+    throw UserError(exit_code::kMissing, "--resume: " + launch.run_dir +
+                                             "/last.pt does not exist; expected the last "
+                                             "checkpoint of an earlier run under this --name" +
+                                             named);
+  }
+  if (!opts.resume && !opts.overwrite) refuse_overwrite(launch.run_dir);
+}
+
 // The cached answer, or a search by probes of dl-train with the environment it would train in.
 BatchSearchRecord search_batch_size(const LaunchOptions& opts, const Launch& l) {
   TuneRequest t;
@@ -143,6 +178,7 @@ Launch resolve_launch(LaunchOptions& opts, std::optional<std::string>* missing_t
   launch.workspace = check_workspace(opts.workspace.value, opts.workspace.source);
   launch.run_as = workspace_owner(launch.workspace, opts.run_as_owner);
   launch.config_file = opts.config_file;
+  launch.settings = opts.settings;
   const bool default_program = opts.command.empty();
   if (!default_program) {
     launch.command = resolve_command(opts.command);
@@ -288,9 +324,11 @@ void plan_launch(const LaunchOptions& opts, Launch& launch) {
 // live run per name), the batch-size cache, a HOME for the workspace's owner, plan.json. All of it
 // is written with the owner's credentials, relative to the workspace's descriptor, and a link
 // where one of our directories belongs is refused (act_as.h, dir_fd.h).
-void write_run_files(Launch& launch) {
+bool write_run_files(Launch& launch) {
   const ActAs owner(launch.run_as);
   const DirFd workspace = DirFd::open(launch.workspace);
+  struct stat st {};
+  const bool fresh = lstat(launch.run_dir.c_str(), &st) != 0;
   const DirFd run = workspace.subdir("runs").subdir(launch.run_name);
   // Where rank 0 runs, before anything goes into the directory. Nodes without rank 0 write only
   // their own plan-rank-N.json (a shared file system holds rank 0's lock).
@@ -311,6 +349,28 @@ void write_run_files(Launch& launch) {
     launch.env.emplace_back(RunLock::kFdVariable,
                             std::to_string(launch.run_lock->share_with_children()));
   }
+  return fresh;
+}
+
+// The search's answer in the workspace's cache, for a dry run (a real run stores it with the rest
+// of its files).
+void store_search(const Launch& launch) {
+  const ActAs owner(launch.run_as);
+  const DirFd workspace = DirFd::open(launch.workspace);
+  store_batch_cache(workspace, launch.plan.batch_search->cache_key, *launch.plan.batch_search);
+}
+
+// A start the program refused on its input (64-79: a bad setting, missing or bad data) leaves
+// nothing behind in a run directory it created: plan.json, the lock and the log go with it. The
+// program's code is passed on.
+int after_exit(const Launch& launch, bool fresh, int code) {
+  if (!fresh || code < 64 || code > 79 || launch.plan.topology.first_rank != 0) return code;
+  const ActAs owner(launch.run_as);
+  const DirFd runs = DirFd::open(launch.workspace).subdir("runs");
+  if (remove_refused_run_dir(runs.fd(), launch.run_name)) {
+    spdlog::info("removed {}: the start was refused, nothing was saved", launch.run_dir);
+  }
+  return code;
 }
 
 // Every rank started here, its environment, pinning, and whether the terminal shows it.
@@ -361,7 +421,7 @@ int run(int argc, const char* const argv[]) {
     return init_main(std::vector<std::string>(argv + 2, argv + argc), std::cout);
   }
   // dl-launch evaluate|predict: planned as training is, dl-train's subcommand started with it.
-  const std::optional<CheckpointCommand> checkpoint_command =
+  std::optional<CheckpointCommand> checkpoint_command =
       split_checkpoint_command(argc, argv, option_takes_value);
   std::vector<const char*> launcher_argv;
   if (checkpoint_command) {
@@ -371,7 +431,10 @@ int run(int argc, const char* const argv[]) {
   LaunchOptions opts = checkpoint_command ? parse_options(static_cast<int>(launcher_argv.size()),
                                                           launcher_argv.data())
                                           : parse_options(argc, argv);
-  if (checkpoint_command) restrict_to_checkpoint_command(*checkpoint_command, opts);
+  if (checkpoint_command) {
+    restrict_to_checkpoint_command(*checkpoint_command, opts);
+    resolve_trainer_paths(*checkpoint_command, current_directory());
+  }
   if (opts.help) {
     std::cout << usage_text();
     return exit_code::kOk;
@@ -383,7 +446,9 @@ int run(int argc, const char* const argv[]) {
 
   std::optional<std::string> missing_trainer;
   Launch launch = resolve_launch(opts, &missing_trainer);
+  check_data(opts, launch);
   plan_launch(opts, launch);
+  if (!checkpoint_command) check_run_dir(opts, launch);
   if (missing_trainer) launch.plan.warnings.push_back(*missing_trainer);
   // After the plan: its batch-size probes run dl-train itself, not the subcommand.
   if (checkpoint_command) {
@@ -391,19 +456,18 @@ int run(int argc, const char* const argv[]) {
     launch.command.insert(launch.command.end(), checkpoint_command->trainer_args.begin(),
                           checkpoint_command->trainer_args.end());
   }
-  if (opts.json) {
-    std::cout << render_json(launch);
-    return exit_code::kOk;
-  }
+  // A search's answer is kept for the next start, a dry run's too (it is a measurement: the run
+  // that follows a dry run must not probe again).
+  auto& search = launch.plan.batch_search;
+  if (search && !search->cached) search->cache_written = true;
   if (opts.dry_run) {
-    std::cout << render_text(launch, true);
+    if (search && search->cache_written) store_search(launch);
+    std::cout << (opts.json ? render_json(launch) : render_text(launch, true));
     return exit_code::kOk;
   }
 
-  auto& search = launch.plan.batch_search;
-  if (search && !search->cached) search->cache_written = true;
   std::cout << render_text(launch, false) << std::flush;
-  write_run_files(launch);
+  const bool fresh = write_run_files(launch);
 
   const Topology& t = launch.plan.topology;
   if (t.world_size.value == 1 && launch.plan.ranks.size() <= 1) {
@@ -416,9 +480,9 @@ int run(int argc, const char* const argv[]) {
     spec.identity = launch.run_as;
     const int code = supervise(spec);
     if (code != 0) spdlog::warn("{} exited with code {}", launch.command[0], code);
-    return code;
+    return after_exit(launch, fresh, code);
   }
-  return supervise_ranks(rank_group(opts, launch));
+  return after_exit(launch, fresh, supervise_ranks(rank_group(opts, launch)));
 }
 
 }  // namespace

@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <array>
 
+#include "core/files.h"
+
 namespace dl {
 namespace {
 
@@ -47,6 +49,26 @@ std::optional<CheckpointCommand> split_checkpoint_command(
     if (value_follows && i + 1 < argc) to.emplace_back(argv[++i]);
   }
   return c;
+}
+
+void resolve_trainer_paths(CheckpointCommand& c, const std::string& cwd) {
+  std::vector<std::string>& a = c.trainer_args;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    std::string& arg = a[i];
+    if (arg.size() < 2 || arg[0] != '-') {
+      arg = absolute_path(arg, cwd);  // a path to predict
+      continue;
+    }
+    const std::size_t eq = arg.find('=');
+    const std::string name = arg.substr(0, eq);
+    const bool path_option = name == "--checkpoint" || name == "--out";
+    if (eq != std::string::npos) {
+      if (path_option) arg = name + "=" + absolute_path(arg.substr(eq + 1), cwd);
+    } else if (arg.rfind("--", 0) == 0 && trainer_option(arg.substr(2)) && i + 1 < a.size()) {
+      ++i;
+      if (path_option) a[i] = absolute_path(a[i], cwd);
+    }
+  }
 }
 
 }  // namespace dl

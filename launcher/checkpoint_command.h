@@ -22,4 +22,8 @@ struct CheckpointCommand {
 std::optional<CheckpointCommand> split_checkpoint_command(
     int argc, const char* const argv[], bool (*takes_value)(const std::string& name));
 
+// The paths among `c`'s dl-train arguments (--checkpoint, --out, the paths to predict) made
+// absolute against `cwd`, the caller's working directory: dl-train runs in the workspace.
+void resolve_trainer_paths(CheckpointCommand& c, const std::string& cwd);
+
 }  // namespace dl

@@ -159,7 +159,7 @@ int init_main(const std::vector<std::string>& args, std::ostream& out) {
   out << "next:\n"
       << "  dl-launch --workspace " << dir << "\n"
       << "      trains dl-train's default (Fashion-MNIST, or what data/ holds; see dl.conf)\n"
-      << "  dl-launch --workspace " << dir << " -- python python/train.py\n"
+      << "  dl-launch --workspace " << dir << " -- python3 python/train.py\n"
       << "      the same with the Python trainer, on the plan dl-launch makes\n";
   return exit_code::kOk;
 }

@@ -28,6 +28,9 @@ struct Launch {
   std::string run_name;
   std::string run_dir;               // absolute: <workspace>/runs/<name>
   std::vector<std::string> command;  // argv; argv[0] absolute
+  // Every setting given, with its value and where it came from ("--epochs", "DL_EPOCHS",
+  // "<file>:3: epochs"): plan.json and --json show them.
+  std::vector<std::pair<std::string, Sourced<std::string>>> settings;
   EnvList forwarded;  // training settings and the config file, handed on to the program
   EnvList env;        // variables set for the program (DL_*, torchrun, threads, forwarded)
   // The user the program runs as when it is not dl-launch's own (root on another's workspace).

@@ -19,6 +19,7 @@
 
 #include "core/act_as.h"
 #include "core/errors.h"
+#include "core/files.h"
 #include "core/run_as.h"
 #include "core/setting_rules.h"
 #include "core/settings.h"
@@ -80,8 +81,7 @@ bool is_safe_name(const std::string& name) {
 std::string default_workspace() {
   struct stat st {};
   if (stat("/root/workspace", &st) == 0 && S_ISDIR(st.st_mode)) return "/root/workspace";
-  char buf[4096];
-  return getcwd(buf, sizeof buf) != nullptr ? buf : ".";
+  return current_directory();
 }
 
 Sourced<int> as_int(const settings::Layers& s, const std::string& key, long long value) {
@@ -242,6 +242,13 @@ void read_rank_settings(const settings::Layers& s, Request* r) {
 void read_program_settings(const settings::Layers& s, LaunchOptions* opts) {
   opts->data_given = s.has("data");
   opts->data = s.get("data");
+  // A config file's relative path is the workspace's, where the program runs; the command
+  // line's and the environment's were made absolute already.
+  opts->data_path = absolute_path(opts->data, opts->workspace.value);
+  opts->data_source = s.source("data");
+  if (auto resume = s.flag("resume")) opts->resume = *resume;
+  if (auto overwrite = s.flag("overwrite")) opts->overwrite = *overwrite;
+  opts->init_from_given = !s.get("init-from").empty();
   if (s.has("model")) opts->model = s.get("model");
   if (s.has("image-size") && s.get("image-size") != "auto") opts->image_size = s.get("image-size");
   if (s.has("input-shape") && s.get("input-shape") != "auto") {
@@ -251,14 +258,18 @@ void read_program_settings(const settings::Layers& s, LaunchOptions* opts) {
   if (s.has("nvml-library")) opts->nvml_library = s.get("nvml-library");
 }
 
-// Training settings given to the launcher on its command line travel on as DL_* variables;
-// those from the environment and the config file reach the trainer by themselves.
+// Training settings given to the launcher on its command line travel on as DL_* variables, and
+// so do paths from DL_* variables, made absolute: the program runs in the workspace. The rest of
+// the environment and the config file reach the trainer by themselves.
 std::vector<std::pair<std::string, std::string>> trainer_env(const settings::Layers& s) {
   std::vector<std::pair<std::string, std::string>> env;
-  for (const auto& [key, value] : s.command_line_values()) {
-    if (settings::train().find_nothrow(key, false) != nullptr) {
-      env.emplace_back(settings::key_to_env(key), value);
-    }
+  for (const auto& option : settings::train().options()) {
+    const std::string& key = option->long_name();
+    const auto from = s.origin(key);
+    const bool forwarded =
+        from == settings::Layers::Origin::kCommandLine ||
+        (from == settings::Layers::Origin::kEnvironment && settings::names_path(key, s.get(key)));
+    if (forwarded) env.emplace_back(settings::key_to_env(key), s.get(key));
   }
   return env;
 }
@@ -334,6 +345,8 @@ LaunchOptions parse_options(int argc, const char* const argv[]) {
   opts.version = s.has("version");
   if (opts.help || opts.version) return opts;
   s.add_environment();
+  // Before anything changes directory: `--workspace ws`, `DL_DATA=data/x` are the caller's.
+  s.resolve_paths(current_directory());
   opts.json = s.has("json");
   opts.dry_run = s.has("dry-run") || opts.json;
 
@@ -346,6 +359,11 @@ LaunchOptions parse_options(int argc, const char* const argv[]) {
   // would refuse a bad one only after the plan was shown and the run directory written.
   settings::check(s, settings::train());
   opts.trainer_env = trainer_env(s);
+  for (const auto& option : settings::all().options()) {
+    const std::string& key = option->long_name();
+    if (s.has(key))
+      opts.settings.emplace_back(key, Sourced<std::string>{s.get(key), s.source(key)});
+  }
   return opts;
 }
 

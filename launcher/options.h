@@ -30,9 +30,16 @@ struct LaunchOptions {
   bool run_as_owner = true;          // as root, run the program as the workspace's owner
   // Training settings the batch-size cache is keyed by (what the probe measures depends on them).
   std::string model = "cnn";
-  std::string data;         // the `data` setting, "" when not given
-  std::string image_size;   // the `image-size` setting, "" when not given or auto
-  std::string input_shape;  // the `input-shape` setting, "" when not given or auto
+  std::string data;              // the `data` setting, "" when not given
+  std::string data_path;         // ... absolute (a config file's relative path is the workspace's)
+  std::string data_source;       // where it came from: "--data", "DL_DATA", "<file>:N: data"
+  bool resume = false;           // the `resume` setting
+  bool overwrite = false;        // the `overwrite` setting
+  bool init_from_given = false;  // --init-from: a --resume without last.pt starts from it
+  std::string image_size;        // the `image-size` setting, "" when not given or auto
+  std::string input_shape;       // the `input-shape` setting, "" when not given or auto
+  // Every setting given (the registry's keys, in its order), its value and its source.
+  std::vector<std::pair<std::string, Sourced<std::string>>> settings;
   // Training settings from the command line, as DL_* variables for the program.
   std::vector<std::pair<std::string, std::string>> trainer_env;
 };

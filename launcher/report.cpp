@@ -222,7 +222,8 @@ std::string render_text(const Launch& l, bool dry_run) {
   out << "\n  workspace  " << l.workspace << "\n";
   if (l.config_file) out << "  config     " << *l.config_file << "\n";
   out << "  run dir    " << l.run_dir << (dry_run ? "  (not created: dry run)" : "") << "\n";
-  if (!dry_run) {
+  // dl-train writes the report; another program writes what it writes.
+  if (!dry_run && l.request.default_program) {
     out << "  report     " << l.run_dir << "/report.html  (dl-train rewrites it at each epoch "
         << "end; open it in a browser)\n";
   }
@@ -310,6 +311,12 @@ std::string render_json(const Launch& l) {
   } else {
     w.null();
   }
+  w.key("settings").begin_object();
+  for (const auto& [key, given] : l.settings) {
+    w.key(key).begin_object().key("value").value(given.value);
+    w.key("source").value(given.source).end_object();
+  }
+  w.end_object();
   w.key("command").begin_array();
   for (const auto& a : l.command) w.value(a);
   w.end_array();

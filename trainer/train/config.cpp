@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "core/errors.h"
+#include "core/files.h"
 #include "core/settings.h"
 #include "core/workspace.h"
 
@@ -51,6 +52,7 @@ ParsedArgs parse_train_args(int argc, const char* const argv[]) {
   parsed.version = s.has("version");
   if (parsed.help || parsed.version) return parsed;
   s.add_environment();
+  s.resolve_paths(current_directory());
   TrainConfig& c = parsed.config;
   const char* env_config = std::getenv("DL_CONFIG");
   if (s.has("config")) {
@@ -100,6 +102,7 @@ ParsedArgs parse_train_args(int argc, const char* const argv[]) {
     c.limit_batches = *v;
   }
   if (auto v = s.flag("resume")) c.resume = *v;
+  if (auto v = s.flag("overwrite")) c.overwrite = *v;
   c.init_from = s.get("init-from");
   if (!c.init_from.empty() && access(c.init_from.c_str(), R_OK) != 0) {
     throw UserError(exit_code::kMissing, s.source("init-from") + ": weights file " + c.init_from +

@@ -37,6 +37,7 @@ struct TrainConfig {
   std::int64_t max_image_pixels = data::kDefaultMaxImagePixels;
   std::int64_t limit_batches = 0;  // 0: every batch of the epoch
   bool resume = false;
+  bool overwrite = false;       // a fresh start may replace an earlier run's checkpoints
   std::string init_from;        // "" = no weights file
   std::string freeze = "none";  // none | backbone | 0..4 (freeze.h)
   // Distributed training (the torchrun contract in the environment says how many ranks).

@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "core/errors.h"
+#include "core/files.h"
 #include "core/settings.h"
 
 namespace dl::train {
@@ -100,6 +101,7 @@ ParsedEval parse_eval_args(int argc, const char* const argv[]) {
   parsed.help = s.has("help");
   if (parsed.help) return parsed;
   s.add_environment();
+  s.resolve_paths(current_directory());
   const char* env_config = std::getenv("DL_CONFIG");
   if (s.has("config")) {
     s.add_config_file(s.get("config"), true);

@@ -7,7 +7,9 @@
 // micro-batches, out-of-memory recovery) train_step.*.
 #include "train/trainer.h"
 
+#include <fcntl.h>
 #include <spdlog/spdlog.h>
+#include <sys/stat.h>
 #include <torch/torch.h>
 #include <unistd.h>
 
@@ -15,9 +17,12 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <memory>
 
 #include "core/errors.h"
+#include "core/files.h"
 #include "core/text.h"
+#include "core/workspace.h"
 #include "data/skip_reason.h"
 #include "train/confusion.h"
 #include "train/metrics.h"
@@ -321,11 +326,33 @@ int train_epochs(TrainingRun& run) {
   return exit_code::kOk;
 }
 
+// A run directory this process made for a run whose setup refused its input (a bad data set, a
+// model that does not fit) leaves with it: a refused start writes nothing (workspace.h). Started
+// by dl-launch, the directory is the launcher's, which does the same.
+std::unique_ptr<TrainingRun> set_up(const TrainConfig& config) {
+  struct stat st {};
+  const bool fresh = lstat(config.run_dir.c_str(), &st) != 0;
+  try {
+    return std::make_unique<TrainingRun>(config);
+  } catch (const UserError& e) {
+    if (fresh && e.code() >= 64 && e.code() <= 79) {
+      const std::string parent = parent_directory(config.run_dir);
+      const int fd = ::open(parent.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+      if (fd >= 0) {
+        remove_refused_run_dir(fd, config.run_dir.substr(config.run_dir.rfind('/') + 1));
+        ::close(fd);
+      }
+    }
+    throw;
+  }
+}
+
 }  // namespace
 
 int run_training(const TrainConfig& config) {
   install_stop_handlers();
-  TrainingRun run(config);
+  const std::unique_ptr<TrainingRun> owned = set_up(config);
+  TrainingRun& run = *owned;
   try {
     return train_epochs(run);
   } catch (const std::exception& e) {

@@ -22,6 +22,7 @@
 #include "core/errors.h"
 #include "core/files.h"
 #include "core/text.h"
+#include "core/workspace.h"
 #include "model/adamw_state.h"
 #include "model/weights_file.h"
 #include "train/device.h"
@@ -163,8 +164,16 @@ void resume(TrainingRun& run) {
   if (auto it = c.extra.find("global_step"); it != c.extra.end()) {
     run.global_step = std::get<std::int64_t>(it->second);
   }
-  spdlog::info("resumed from {} after epoch {} (best val_acc {:.2f}%)", run.last_path,
-               run.start_epoch, 100.0 * run.best_val_acc);
+  if (run.start_epoch == 0) {
+    // Saved by a stop before the first epoch ended: no validation has run yet.
+    spdlog::info(
+        "resumed from {}, saved during epoch 1 at step {} before any validation; epoch 1 "
+        "starts again with the saved weights and optimizer state",
+        run.last_path, run.global_step.load());
+  } else {
+    spdlog::info("resumed from {} after epoch {} (best val_acc {:.2f}%)", run.last_path,
+                 run.start_epoch, 100.0 * run.best_val_acc);
+  }
 }
 
 // Whether this run continues from last.pt: --resume and rank 0 has one (the other ranks need not
@@ -341,6 +350,10 @@ TrainingRun::TrainingRun(const TrainConfig& cfg)
   model::WeightsFile init_weights;
   if (!config.init_from.empty() && !resuming) {
     init_weights = model::read_weights_file(config.init_from);
+  }
+  // A fresh start does not replace an earlier run's checkpoints (--resume continues it).
+  if (world.writes() && !resuming && !config.resume && !config.overwrite) {
+    refuse_overwrite(config.run_dir);
   }
   if (world.writes()) open_run_dir(*this);
   if (config.threads > 0) torch::set_num_threads(config.threads);
