@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 """The tutorial's OptimizedTrainer in PyTorch, taking its settings from dl-launch's plan.
 
-    dl-launch -- python python/train.py            # in the workspace: the plan's workers,
+    dl-launch -- python3 python/train.py           # in the workspace: the plan's workers,
                                                     # threads, batch size, precision, device
-    python python/train.py --epochs 1 --run-dir runs/try   # alone: these defaults and flags
+    python3 python/train.py --epochs 1 --run-dir runs/try  # alone: these defaults and flags
 
 What it does: a DataLoader (shuffle, num_workers, pin_memory on CUDA, persistent_workers,
 prefetch_factor, drop_last); the small CNN of dl-train (conv1/conv2/fc) for 28x28 data, a
@@ -20,9 +20,12 @@ val/ of class folders, or class folders with a held-out fraction). Default: the 
 when it holds a data set, else Fashion-MNIST ($DL_DEFAULT_DATA, /opt/dl/data/fashion-mnist,
 /usr/share/datasets/fashion-mnist).
 
-Settings, a later source winning: defaults < the workspace's dl.conf ($DL_CONFIG) < DL_*
-variables (DL_WORKERS, DL_THREADS, DL_BATCH_SIZE, DL_PRECISION, DL_DEVICE, DL_RUN_DIR from the
-plan; DL_EPOCHS, DL_DATA, DL_LR, DL_LIMIT_BATCHES, ... as dl-launch forwards them) < flags.
+Settings, a later source winning: defaults < the config file < DL_* variables (DL_WORKERS,
+DL_THREADS, DL_BATCH_SIZE, DL_PRECISION, DL_DEVICE, DL_RUN_DIR from the plan; DL_EPOCHS, DL_DATA,
+DL_LR, DL_LIMIT_BATCHES, ... as dl-launch forwards them) < flags, spelled out in full (--epochs,
+not --epoch). The config file is $DL_CONFIG (dl-launch passes the one it read; a relative path is
+the working directory's), which must be readable; without it, the workspace's dl.conf
+($DL_WORKSPACE, else the working directory), when there is one.
 
 Timing spans match dl-train's (trainer/train/trainer.cpp), so bench/epoch_bench.sh compares like
 with like:
@@ -39,6 +42,7 @@ import gzip
 import json
 import os
 import signal
+import stat
 import sys
 import time
 
@@ -539,22 +543,48 @@ SETTINGS = {
 }
 
 
-def read_conf(path):
-    """dl.conf's `key = value` lines ('#' starts a comment); only the keys train.py uses."""
-    values = {}
+def config_file(env, workspace):
+    """The config file to read, and what named it: $DL_CONFIG, else the workspace's dl.conf
+    (named by nobody: it may be absent)."""
+    if env.get("DL_CONFIG", "") != "":
+        return env["DL_CONFIG"], "DL_CONFIG"
+    return os.path.join(workspace, "dl.conf"), None
+
+
+def read_conf(path, named_by=None):
+    """dl.conf's `key = value` lines ('#' starts a comment); only the keys train.py uses. A file
+    that is not there is no settings when nobody named it; one named (DL_CONFIG) must be read:
+    skipping it would train on other settings than asked. Exit codes as dl-launch's: 66 missing
+    or not a file, 77 not readable, 65 not key = value text."""
+    where = path
+    if named_by:
+        where += f" ({named_by}" + ("" if os.path.isabs(path) else f", from {os.getcwd()}") + ")"
+    expected = "; expected a readable file of key = value lines"
     try:
-        with open(path) as f:
-            for number, line in enumerate(f, 1):
-                line = line.split("#", 1)[0].strip()
-                if not line:
-                    continue
-                key, eq, value = (s.strip() for s in line.partition("="))
-                if not eq:
-                    fail(f"config file {path}:{number}: expected key = value", 65)
-                if key in SETTINGS:
-                    values[key] = (value, f"{path}: {key}")
-    except FileNotFoundError:
-        pass
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            fail(f"config file {where}: not a regular file{expected}", 66)
+        with open(path, encoding="utf-8") as f:
+            lines = f.read().splitlines()
+    except (FileNotFoundError, NotADirectoryError) as e:
+        if not named_by:
+            return {}
+        fail(f"config file {where}: {e.strerror}{expected}", 66)
+    except PermissionError as e:
+        fail(f"config file {where}: {e.strerror}{expected}", 77)
+    except OSError as e:
+        fail(f"config file {where}: {e.strerror or e}{expected}", 66)
+    except UnicodeDecodeError:
+        fail(f"config file {where}: not UTF-8 text{expected}", 65)
+    values = {}
+    for number, line in enumerate(lines, 1):
+        line = line.split("#", 1)[0].strip()
+        if not line:
+            continue
+        key, eq, value = (s.strip() for s in line.partition("="))
+        if not eq:
+            fail(f"config file {path}:{number}: expected key = value", 65)
+        if key in SETTINGS:
+            values[key] = (value, f"{path}: {key}")
     return values
 
 
@@ -571,8 +601,7 @@ def _typed(key, value, source):
 
 def layered_defaults(env, workspace):
     """The value of each setting from the defaults, dl.conf and the environment."""
-    conf = env.get("DL_CONFIG") or os.path.join(workspace, "dl.conf")
-    raw = read_conf(conf)
+    raw = read_conf(*config_file(env, workspace))
     for key in SETTINGS:
         var = "DL_" + key.upper().replace("-", "_")
         if env.get(var, "") != "":
@@ -588,11 +617,21 @@ def usable_cores(env):
         return max(1, len(os.sched_getaffinity(0)))
 
 
+class ArgumentParser(argparse.ArgumentParser):
+    """argparse's errors as the script's other bad input: one line, exit 64 (argparse's own is
+    the usage and exit 2)."""
+
+    def error(self, message):
+        fail(f"{message}; see --help")
+
+
 def parse_args(argv=None):
     env = os.environ
     workspace = env.get("DL_WORKSPACE") or os.getcwd()
     d = layered_defaults(env, workspace)
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    # No abbreviations: `--epoch 3` is an error, not --epochs, and a flag added later cannot
+    # change what an abbreviation in someone's script means.
+    p = ArgumentParser(description=__doc__.split("\n\n")[0], allow_abbrev=False)
     p.add_argument("--data", default=d["data"],
                    help="IDX or ImageFolder directory (default: data/, else Fashion-MNIST)")
     p.add_argument("--model", default=d["model"],
