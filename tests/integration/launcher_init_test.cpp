@@ -55,7 +55,7 @@ TEST(LauncherInit, CreatesTheDirectoryAndCopiesTheTemplate) {
   }
   EXPECT_FALSE(file_exists(ws + "/python/__pycache__")) << "compiled Python was copied";
   // It says what to run next, with the workspace named.
-  EXPECT_TRUE(contains(r.out, "dl-launch --workspace " + ws + " -- python python/train.py"))
+  EXPECT_TRUE(contains(r.out, "dl-launch --workspace " + ws + " -- python3 python/train.py"))
       << r.out;
   // The new workspace is one dl-launch accepts: its dl.conf parses, its plan is made.
   const Result plan =

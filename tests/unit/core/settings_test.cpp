@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <functional>
 #include <map>
 #include <optional>
@@ -16,6 +17,7 @@
 
 #include "core/errors.h"
 #include "core/setting_rules.h"
+#include "core/text.h"
 #include "support/files.h"
 #include "support/matchers.h"
 #include "support/temp_dir.h"
@@ -110,7 +112,7 @@ TEST_F(Settings, CommandLineBeatsEnvironmentBeatsConfigFileBeatsDefault) {
   EXPECT_EQ(layers.get("threads"), "6");
   EXPECT_EQ(layers.source("threads"), "DL_THREADS");
   EXPECT_EQ(layers.get("batch-size"), "32");
-  EXPECT_EQ(layers.source("batch-size"), file + ": batch-size");
+  EXPECT_EQ(layers.source("batch-size"), file + ":3: batch-size");
   EXPECT_FALSE(layers.has("precision"));
   EXPECT_EQ(layers.get("precision"), "");
   EXPECT_EQ(layers.source("precision"), "default");
@@ -234,11 +236,11 @@ TEST_F(Settings, RealFlagAndChoiceReadsNameTheSourceAndWhatWasExpected) {
   layers.add_command_line({"--lr", "fast"}, settings::all());
   ASSERT_TRUE(layers.add_config_file(file, true));
   expect_user_error([&] { layers.real("memory-margin", 0.0, 0.9); }, exit_code::kUsage,
-                    {file + ": memory-margin: expected a number between", "got '2'"});
+                    {file + ":1: memory-margin: expected a number between", "got '2'"});
   expect_user_error([&] { layers.real("lr", 0.0, 1.0); }, exit_code::kUsage,
                     {"--lr: expected a number between", "got 'fast'"});
   expect_user_error([&] { layers.flag("retune"); }, exit_code::kUsage,
-                    {file + ": retune: expected true or false, got 'maybe'"});
+                    {file + ":2: retune: expected true or false, got 'maybe'"});
   expect_user_error(
       [&] {
         layers.one_of("precision", {"fp32", "bf16"}, "fp32");
@@ -312,6 +314,192 @@ TEST_F(Settings, CheckFindsTheFirstBadTrainingSettingFromAnySource) {
   good.add_command_line({"--epochs", "3", "--model", "scripted.pt", "--device", "cuda:1"},
                         settings::all());
   EXPECT_NO_THROW(settings::check(good, settings::all()));
+}
+
+// --- Every option form, for every setting of the registry (a new setting is covered without a
+// new test): `--x=v`, `--x v`, a bare `--x` for flags, DL_X and the config file's `x = v` all
+// reach the program as the same value, with their own source.
+
+// A value the setting's rule accepts, and that differs from a flag's implicit "true".
+std::string sample_value(const std::string& key) {
+  const settings::Rule& r = settings::rule(key);
+  switch (r.kind) {
+    case settings::Rule::Kind::kInteger:
+      return std::to_string(static_cast<long long>(r.min) + 1);
+    case settings::Rule::Kind::kReal:
+      return r.max >= 1 && r.min <= 1 ? "1" : format_number(r.min);
+    case settings::Rule::Kind::kFlag:
+      return "false";
+    case settings::Rule::Kind::kChoice:
+      return r.choices.back();
+    case settings::Rule::Kind::kText:
+      break;
+  }
+  return r.names_path != nullptr ? "/abs/" + key : "text-" + key;
+}
+
+class SettingForms : public Settings {
+ public:
+  using Settings::conf;
+  using Settings::set_env;
+};
+
+struct Form {
+  std::string name;
+  // Adds the setting `key` = `value` to `layers` in this form; returns the source it must name.
+  std::function<std::string(SettingForms&, Layers&, const std::string& key,
+                            const std::string& value)>
+      add;
+};
+
+TEST_F(SettingForms, EveryFormOfEverySettingReachesTheProgramWithItsValueAndSource) {
+  const std::vector<Form> forms = {
+      {"--x=v",
+       [](SettingForms&, Layers& l, const std::string& k, const std::string& v) {
+         l.add_command_line({"--" + k + "=" + v}, settings::all());
+         return "--" + k;
+       }},
+      {"--x v",
+       [](SettingForms&, Layers& l, const std::string& k, const std::string& v) {
+         l.add_command_line({"--" + k, v}, settings::all());
+         return "--" + k;
+       }},
+      {"DL_X=v",
+       [](SettingForms& t, Layers& l, const std::string& k, const std::string& v) {
+         t.set_env(settings::key_to_env(k), v);
+         l.add_environment();
+         return settings::key_to_env(k);
+       }},
+      {"dl.conf",
+       [](SettingForms& t, Layers& l, const std::string& k, const std::string& v) {
+         const std::string file = t.conf("# a comment\n\n" + k + " = " + v + "\n");
+         l.add_config_file(file, true);
+         return file + ":3: " + k;
+       }},
+  };
+  int checked = 0;
+  for (const auto& option : settings::all().options()) {
+    const std::string key = option->long_name();
+    const std::string value = sample_value(key);
+    for (const Form& form : forms) {
+      SCOPED_TRACE(key + " as " + form.name);
+      Layers layers;
+      const std::string source = form.add(*this, layers, key, value);
+      unsetenv(settings::key_to_env(key).c_str());
+      EXPECT_EQ(layers.get(key), value);
+      EXPECT_EQ(layers.source(key), source);
+      settings::check(layers, settings::all());  // the sample is a valid value
+      if (form.name.rfind("--", 0) == 0) {
+        // What dl-launch forwards to the program as DL_* variables.
+        EXPECT_EQ(layers.command_line_values().at(key), value);
+      }
+      ++checked;
+    }
+    if (settings::rule(key).kind == settings::Rule::Kind::kFlag) {
+      SCOPED_TRACE(key + " alone");
+      Layers bare;
+      bare.add_command_line({"--" + key, "--epochs", "3"}, settings::all());
+      EXPECT_EQ(bare.get(key), "true");
+      EXPECT_EQ(bare.flag(key), true);
+      EXPECT_EQ(bare.get("epochs"), "3");  // the next option is not taken as the flag's value
+      EXPECT_EQ(bare.command_line_values().at(key), "true");
+      ++checked;
+    }
+  }
+  // 4 forms of each setting, and the bare form of each flag.
+  EXPECT_GE(checked, 4 * static_cast<int>(settings::all().options().size()));
+  std::printf("option forms checked: %d (%zu settings)\n", checked,
+              settings::all().options().size());
+}
+
+TEST_F(SettingForms, EveryFlagTakesTrueWhenGivenAlone) {
+  for (const auto& option : settings::all().options()) {
+    const bool flag = settings::rule(option->long_name()).kind == settings::Rule::Kind::kFlag;
+    EXPECT_EQ(option->semantic()->min_tokens() == 0, flag) << option->long_name();
+  }
+}
+
+TEST_F(SettingForms, RelativePathsFromTheCommandLineAndEnvironmentAreTheCallers) {
+  const std::string file = conf("init-from = weights/w.pt\n");
+  set_env("DL_DATA", "data/../train");
+  Layers layers;
+  layers.add_command_line({"--workspace", "ws/", "--model", "models/net.pt", "--trainer",
+                           "dl-train", "--nvml-library", "./libnv.so", "--name", "r1"},
+                          settings::all());
+  layers.add_environment();
+  layers.add_config_file(file, true);
+  layers.resolve_paths("/home/u");
+  EXPECT_EQ(layers.get("workspace"), "/home/u/ws");
+  EXPECT_EQ(layers.get("data"), "/home/u/train");
+  EXPECT_EQ(layers.get("model"), "/home/u/models/net.pt");
+  EXPECT_EQ(layers.get("nvml-library"), "/home/u/libnv.so");
+  // A program and a library without a directory are looked up; a run name is no path.
+  EXPECT_EQ(layers.get("trainer"), "dl-train");
+  EXPECT_EQ(layers.get("name"), "r1");
+  // A config file's paths are the workspace's, where the program runs.
+  EXPECT_EQ(layers.get("init-from"), "weights/w.pt");
+}
+
+TEST_F(SettingForms, AMisspelledOptionOrKeyGetsTheNearestOne) {
+  expect_user_error(
+      [] {
+        Layers l;
+        l.add_command_line({"--epoch", "3"}, settings::all());
+      },
+      exit_code::kUsage, {"'--epoch'", "did you mean --epochs?"});
+  expect_user_error(
+      [] {
+        Layers l;
+        l.add_command_line({"--limit", "3"}, settings::all());
+      },
+      exit_code::kUsage, {"did you mean --limit-batches?"});
+  expect_user_error(
+      [] {
+        Layers l;
+        l.add_command_line({"--bach-size", "3"}, settings::all());
+      },
+      exit_code::kUsage, {"did you mean --batch-size?"});
+  // Nothing near: no guess.
+  try {
+    Layers l;
+    l.add_command_line({"--zzzzzz"}, settings::all());
+    ADD_FAILURE() << "accepted --zzzzzz";
+  } catch (const UserError& e) {
+    EXPECT_THAT(e.what(), Not(HasSubstr("did you mean")));
+  }
+  const std::string file = conf("epochs = 3\n\nbatchsize = 4\n");
+  expect_user_error(
+      [&] {
+        Layers l;
+        l.add_config_file(file, true);
+      },
+      exit_code::kBadConfig,
+      {file + ":3:", "unknown key 'batchsize'", "did you mean 'batch-size'?"});
+}
+
+TEST_F(SettingForms, ConfigFileErrorsNameTheLine) {
+  const std::string bad_line = conf("epochs = 3\nworkers 4\n");
+  expect_user_error(
+      [&] {
+        Layers l;
+        l.add_config_file(bad_line, true);
+      },
+      exit_code::kBadConfig, {bad_line + ":2:", "expected a key = value line", "'workers 4'"});
+  const std::string twice = conf("epochs = 3\n# again\nepochs = 4\n");
+  expect_user_error(
+      [&] {
+        Layers l;
+        l.add_config_file(twice, true);
+      },
+      exit_code::kBadConfig, {twice + ":3:", "'epochs' is set again (first on line 1)"});
+  const std::string bad_value = conf("\nepochs = many\n");
+  expect_user_error(
+      [&] {
+        Layers l;
+        l.add_config_file(bad_value, true);
+        l.integer("epochs");
+      },
+      exit_code::kUsage, {bad_value + ":2: epochs: expected a whole number"});
 }
 
 }  // namespace

@@ -1,0 +1,359 @@
+// What a start does before the program runs, as a user types it: every option form of every
+// setting reaches the program (a table over the registry itself), relative paths are the caller's,
+// a start refused on its input writes nothing, and nothing an earlier run saved is replaced.
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "core/json.h"
+#include "core/setting_rules.h"
+#include "core/settings.h"
+#include "support/files.h"
+#include "support/matchers.h"
+#include "support/process.h"
+#include "support/temp_dir.h"
+
+namespace dl::test {
+namespace {
+
+const std::string kLaunch = DL_LAUNCH_BIN;
+const std::string kChild = DL_TEST_CHILD;
+const std::string kFakeNvml = DL_FAKE_NVML;
+
+const std::vector<std::string> kSchedulerVars = {
+    "RANK",        "LOCAL_RANK",  "WORLD_SIZE",      "LOCAL_WORLD_SIZE",
+    "MASTER_ADDR", "MASTER_PORT", "OMP_NUM_THREADS", "MKL_NUM_THREADS"};
+
+std::map<std::string, std::string> read_env_file(const std::string& path) {
+  std::map<std::string, std::string> vars;
+  std::istringstream in(read_file(path));
+  std::string line;
+  while (std::getline(in, line)) {
+    const size_t eq = line.find('=');
+    if (eq != std::string::npos) vars.emplace(line.substr(0, eq), line.substr(eq + 1));
+  }
+  return vars;
+}
+
+bool exists(const std::string& path) {
+  struct stat st {};
+  return lstat(path.c_str(), &st) == 0;
+}
+
+class LauncherStart : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ws = real_path(home.path()) + "/ws";
+    mkdir(ws.c_str(), 0755);
+    data = real_path(home.path()) + "/data";
+    mkdir(data.c_str(), 0755);
+  }
+  // dl-launch in `cwd` with the fake NVML (no GPU) and the child in place of a trainer.
+  Result launch(const std::vector<std::string>& args, const EnvVars& env = {},
+                const std::string& cwd = {}) {
+    std::vector<std::string> argv = {kLaunch, "--nvml-library", kFakeNvml};
+    argv.insert(argv.end(), args.begin(), args.end());
+    return run(argv, env, kSchedulerVars, cwd);
+  }
+  TempDir home;  // a user's home: the workspace and data below it
+  TempDir scratch;
+  std::string ws, data;
+};
+
+// --- Option forms: every setting, from the registry.
+
+// A value each setting's rule accepts and dl-launch's own checks let through on a CPU machine
+// with one node; for a flag, false (its bare form gives true). New settings get theirs from the
+// rule; only those whose value must name something real are listed.
+std::string form_value(const std::string& key, const std::string& ws, const std::string& data) {
+  static const std::map<std::string, std::string> real = {{"name", "r1"},
+                                                          {"input-shape", "1x28x28"},
+                                                          {"memory-budget", "1GiB"},
+                                                          {"nnodes", "1"},
+                                                          {"node-rank", "0"},
+                                                          {"master-addr", "127.0.0.1"},
+                                                          {"master-port", "29517"},
+                                                          {"nproc-per-node", "1"},
+                                                          {"cpu-bind", "none"},
+                                                          {"trainer", kChild},
+                                                          {"nvml-library", kFakeNvml},
+                                                          {"resume", "false"},
+                                                          {"run-as-owner", "false"},
+                                                          {"device", "cpu"},
+                                                          {"dist-backend", "gloo"}};
+  if (key == "workspace") return ws;
+  if (key == "data") return data;
+  if (const auto it = real.find(key); it != real.end()) return it->second;
+  const settings::Rule& r = settings::rule(key);
+  switch (r.kind) {
+    case settings::Rule::Kind::kInteger:
+      return std::to_string(static_cast<long long>(r.min) + 1);
+    case settings::Rule::Kind::kReal:
+      return r.min <= 1 && r.max >= 1 ? "1" : std::to_string(static_cast<long long>(r.min));
+    case settings::Rule::Kind::kFlag:
+      return "false";
+    case settings::Rule::Kind::kChoice:
+      return r.choices.back();
+    case settings::Rule::Kind::kText:
+      break;
+  }
+  return r.names_path != nullptr ? "/abs/" + key : "text-" + key;
+}
+
+// The settings the workspace's own dl.conf may not set (launcher/options.cpp): given with
+// --config instead, which may.
+bool host_setting(const std::string& key) {
+  return key == "workspace" || key == "run-as-owner" || key == "nvml-library";
+}
+
+TEST_F(LauncherStart, EveryFormOfEverySettingReachesTheProgram) {
+  std::vector<std::string> keys;
+  for (const auto& o : settings::all().options()) keys.push_back(o->long_name());
+  auto is_train = [](const std::string& k) {
+    return settings::train().find_nothrow(k, false) != nullptr;
+  };
+  const std::string conf = scratch / "given.conf";
+  enum class Form { kEquals, kSpace, kBare, kEnvironment, kConfigFile };
+  const std::vector<std::pair<Form, std::string>> forms = {{Form::kEquals, "--x=v"},
+                                                           {Form::kSpace, "--x v"},
+                                                           {Form::kBare, "--x (flags)"},
+                                                           {Form::kEnvironment, "DL_X=v"},
+                                                           {Form::kConfigFile, "dl.conf x = v"}};
+  int cells = 0;
+  for (const auto& [form, form_name] : forms) {
+    SCOPED_TRACE(form_name);
+    std::vector<std::string> args;
+    EnvVars env;
+    std::string ws_conf, given_conf;
+    std::map<std::string, std::string> expect_value, expect_source;
+    std::map<std::string, int> line_of;
+    for (const auto& k : keys) {
+      const bool flag = settings::rule(k).kind == settings::Rule::Kind::kFlag;
+      if (form == Form::kBare && !flag) continue;
+      const std::string v = form == Form::kBare ? "true" : form_value(k, ws, data);
+      expect_value[k] = v;
+      switch (form) {
+        case Form::kEquals:
+          args.push_back("--" + k + "=" + v);
+          expect_source[k] = "--" + k;
+          break;
+        case Form::kSpace:
+          args.insert(args.end(), {"--" + k, v});
+          expect_source[k] = "--" + k;
+          break;
+        case Form::kBare:
+          args.push_back("--" + k);
+          expect_source[k] = "--" + k;
+          break;
+        case Form::kEnvironment:
+          env.emplace_back(settings::key_to_env(k), v);
+          expect_source[k] = settings::key_to_env(k);
+          break;
+        case Form::kConfigFile: {
+          std::string& text = host_setting(k) ? given_conf : ws_conf;
+          const std::string file = host_setting(k) ? conf : ws + "/dl.conf";
+          text += k + " = " + v + "\n";
+          expect_source[k] =
+              file + ":" + std::to_string(std::count(text.begin(), text.end(), '\n')) + ": " + k;
+          break;
+        }
+      }
+    }
+    std::vector<std::string> base = {"--json"};
+    if (form == Form::kBare) base.insert(base.end(), {"--workspace", ws, "--name", "r1"});
+    if (form == Form::kConfigFile) {
+      write_file(ws + "/dl.conf", ws_conf);
+      write_file(conf, given_conf);
+      // --config replaces the workspace's dl.conf: read both by giving the host settings
+      // through it and the rest through the workspace's own file in a second run below.
+    }
+    base.insert(base.end(), args.begin(), args.end());
+    if (form == Form::kConfigFile) {
+      // The workspace's own dl.conf: every setting but the host ones.
+      const Result own = launch({"--json", "--workspace", ws, "--", kChild, "exit", "0"}, {});
+      ASSERT_EQ(own.code, 0) << show(own);
+      const auto doc = parse_json(own.out);
+      ASSERT_TRUE(doc && doc->find("settings")) << own.out;
+      // And the host settings from a --config file.
+      const Result host =
+          run({kLaunch, "--json", "--config", conf, "--", kChild, "exit", "0"}, {}, kSchedulerVars);
+      ASSERT_EQ(host.code, 0) << show(host);
+      const auto host_doc = parse_json(host.out);
+      ASSERT_TRUE(host_doc) << host.out;
+      for (const auto& k : keys) {
+        SCOPED_TRACE(k);
+        const JsonValue* s = (host_setting(k) ? host_doc : doc)->find("settings")->find(k);
+        ASSERT_NE(s, nullptr) << "not in --json's settings";
+        EXPECT_EQ(s->get_string("value", "?"), expect_value[k]);
+        EXPECT_EQ(s->get_string("source", "?"), expect_source[k]);
+        ++cells;
+      }
+      unlink((ws + "/dl.conf").c_str());
+      continue;
+    }
+    base.insert(base.end(), {"--", kChild, "exit", "0"});
+    // The forms that give every setting give --nvml-library (the fake) too.
+    if (form != Form::kBare) base.insert(base.begin(), kLaunch);
+    const Result r = form == Form::kBare ? launch(base, env) : run(base, env, kSchedulerVars);
+    ASSERT_EQ(r.code, 0) << show(r);
+    const auto doc = parse_json(r.out);
+    ASSERT_TRUE(doc) << r.out;
+    const JsonValue* given = doc->find("settings");
+    const JsonValue* program_env = doc->find("env");
+    ASSERT_TRUE(given != nullptr && program_env != nullptr) << r.out;
+    for (const auto& [k, v] : expect_value) {
+      SCOPED_TRACE(k);
+      const JsonValue* s = given->find(k);
+      ASSERT_NE(s, nullptr) << "not in --json's settings";
+      EXPECT_EQ(s->get_string("value", "?"), v);
+      EXPECT_EQ(s->get_string("source", "?"), expect_source[k]);
+      // A training setting from the command line travels to the program as its DL_* variable
+      // (one from the environment is inherited).
+      if (is_train(k) && form != Form::kEnvironment) {
+        EXPECT_EQ(program_env->get_string(settings::key_to_env(k), "(not set)"), v);
+      }
+      ++cells;
+    }
+  }
+  std::printf("option-form cells checked: %d (%zu settings)\n", cells, keys.size());
+  EXPECT_GE(cells, 4 * static_cast<int>(keys.size()));
+}
+
+TEST_F(LauncherStart, BareResumeReachesTheProgramAndItsEnvironment) {
+  mkdir((ws + "/runs").c_str(), 0755);
+  mkdir((ws + "/runs/first").c_str(), 0755);
+  write_file(ws + "/runs/first/last.pt", "saved");
+  const std::string out = scratch / "env";
+  const Result r = launch(
+      {"--workspace", ws, "--name", "first", "--resume", "--overlap", "--", kChild, "env", out});
+  ASSERT_EQ(r.code, 0) << show(r);
+  const auto env = read_env_file(out);
+  EXPECT_EQ(env.count("DL_RESUME") ? env.at("DL_RESUME") : "(not set)", "true");
+  EXPECT_EQ(env.count("DL_OVERLAP") ? env.at("DL_OVERLAP") : "(not set)", "true");
+  EXPECT_EQ(read_file(ws + "/runs/first/last.pt"), "saved");
+}
+
+// --- Relative paths are the caller's, whatever directory the program runs in.
+
+TEST_F(LauncherStart, RelativeWorkspaceAndPathsAreResolvedAgainstTheCallersDirectory) {
+  write_file(ws + "/dl.conf", "epochs = 3\n");
+  const std::string out = scratch / "env";
+  for (const bool from_env : {false, true}) {
+    SCOPED_TRACE(from_env ? "DL_WORKSPACE=ws DL_DATA=data" : "--workspace ws --data data");
+    const std::vector<std::string> options =
+        from_env ? std::vector<std::string>{}
+                 : std::vector<std::string>{"--workspace", "ws", "--data", "data"};
+    const EnvVars env =
+        from_env ? EnvVars{{"DL_WORKSPACE", "ws"}, {"DL_DATA", "./data/"}} : EnvVars{};
+    std::vector<std::string> args = options;
+    args.insert(args.end(), {"--name", from_env ? "e" : "c", "--", kChild, "env", out});
+    const Result r = launch(args, env, home.path());
+    ASSERT_EQ(r.code, 0) << show(r);
+    const auto vars = read_env_file(out);
+    EXPECT_EQ(vars.at("cwd"), ws);
+    EXPECT_EQ(vars.at("DL_WORKSPACE"), ws);
+    EXPECT_EQ(vars.at("DL_CONFIG"), ws + "/dl.conf");
+    EXPECT_EQ(vars.at("DL_DATA"), data);
+    EXPECT_THAT(r.out, HasSubstr("config     " + ws + "/dl.conf"));
+  }
+}
+
+// --- A start refused on its input writes nothing.
+
+TEST_F(LauncherStart, MissingDataIs66BeforeAnythingIsWrittenDryRunToo) {
+  for (const bool dry : {true, false}) {
+    std::vector<std::string> args = {"--workspace", "ws",   "--name",    "x",
+                                     "--data",      "nope", "--trainer", kChild};
+    if (dry) args.push_back("--dry-run");
+    const Result r = launch(args, {}, home.path());
+    EXPECT_EQ(r.code, 66) << show(r);
+    EXPECT_THAT(r.err,
+                HasSubstr("--data: data " + real_path(home.path()) + "/nope cannot be found"));
+    EXPECT_EQ(list_dir(ws), std::vector<std::string>{}) << "the workspace was written";
+  }
+}
+
+TEST_F(LauncherStart, ResumeWithoutALastCheckpointIs66AndWritesNothing) {
+  const Result r = launch({"--workspace", ws, "--name", "never", "--resume", "--trainer", kChild});
+  EXPECT_EQ(r.code, 66) << show(r);
+  EXPECT_THAT(r.err, HasSubstr("--resume: " + ws + "/runs/never/last.pt does not exist"));
+  EXPECT_EQ(list_dir(ws), std::vector<std::string>{});
+  const Result env =
+      launch({"--workspace", ws, "--name", "never", "--trainer", kChild}, {{"DL_RESUME", "true"}});
+  EXPECT_EQ(env.code, 66) << show(env);
+  EXPECT_EQ(list_dir(ws), std::vector<std::string>{});
+}
+
+TEST_F(LauncherStart, AProgramThatRefusesItsInputLeavesNoRunDirectory) {
+  const Result r = launch({"--workspace", ws, "--name", "bad", "--", kChild, "exit", "65"});
+  EXPECT_EQ(r.code, 65) << show(r);
+  EXPECT_FALSE(exists(ws + "/runs/bad")) << "plan.json, run.lock left behind";
+  // Any other end keeps the run directory: a crash, a signal, success.
+  const Result crash = launch({"--workspace", ws, "--name", "crash", "--", kChild, "exit", "1"});
+  EXPECT_EQ(crash.code, 1);
+  EXPECT_TRUE(exists(ws + "/runs/crash/plan.json"));
+}
+
+TEST_F(LauncherStart, ARefusedStartKeepsAnExistingRunDirectoryAndWhatItSaved) {
+  mkdir((ws + "/runs").c_str(), 0755);
+  mkdir((ws + "/runs/old").c_str(), 0755);
+  write_file(ws + "/runs/old/last.pt", "saved");
+  const Result r =
+      launch({"--workspace", ws, "--name", "old", "--resume", "--", kChild, "exit", "65"});
+  EXPECT_EQ(r.code, 65) << show(r);
+  EXPECT_EQ(read_file(ws + "/runs/old/last.pt"), "saved");
+}
+
+// --- No silent overwrite.
+
+TEST_F(LauncherStart, AFreshStartUnderANameWithCheckpointsIs78AndChangesNothing) {
+  mkdir((ws + "/runs").c_str(), 0755);
+  mkdir((ws + "/runs/first").c_str(), 0755);
+  write_file(ws + "/runs/first/last.pt", "saved");
+  write_file(ws + "/runs/first/best.pt", "best");
+  const std::string out = scratch / "env";
+  for (const bool dry : {false, true}) {
+    std::vector<std::string> args = {"--workspace", ws, "--name", "first"};
+    if (dry) args.push_back("--dry-run");
+    args.insert(args.end(), {"--", kChild, "env", out});
+    const Result r = launch(args);
+    EXPECT_EQ(r.code, 78) << show(r);
+    EXPECT_THAT(r.err, HasSubstr("run directory " + ws +
+                                 "/runs/first already holds checkpoints (last.pt, best.pt)"));
+    EXPECT_THAT(r.err, HasSubstr("--resume"));
+    EXPECT_THAT(r.err, HasSubstr("new --name"));
+    EXPECT_FALSE(file_exists(out)) << "the program ran";
+    EXPECT_EQ(list_dir(ws + "/runs/first"), (std::vector<std::string>{"best.pt", "last.pt"}));
+  }
+  // --overwrite (or DL_OVERWRITE) starts over, and says so to the program.
+  const Result over =
+      launch({"--workspace", ws, "--name", "first", "--overwrite", "--", kChild, "env", out});
+  ASSERT_EQ(over.code, 0) << show(over);
+  EXPECT_EQ(read_env_file(out).at("DL_OVERWRITE"), "true");
+}
+
+// --- What the plan says about the run.
+
+TEST_F(LauncherStart, ThePlanPromisesAReportOnlyForDlTrain) {
+  const Result r = launch({"--workspace", ws, "--name", "p", "--", kChild, "exit", "0"});
+  ASSERT_EQ(r.code, 0) << show(r);
+  EXPECT_THAT(r.out, Not(HasSubstr("report.html")));
+}
+
+TEST_F(LauncherStart, InitsNextLinesNamePython3) {
+  const Result r = run({kLaunch, "init", "fresh"}, {{"DL_TEMPLATE_DIR", DL_TEMPLATE_SOURCE}},
+                       kSchedulerVars, home.path());
+  ASSERT_EQ(r.code, 0) << show(r);
+  EXPECT_THAT(r.out, HasSubstr("-- python3 python/train.py"));
+  EXPECT_THAT(r.out, Not(HasSubstr("-- python python/")));
+}
+
+}  // namespace
+}  // namespace dl::test
