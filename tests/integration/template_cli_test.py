@@ -38,8 +38,9 @@ def write_idx(directory, prefix, count, side=8):
                        + side.to_bytes(4, "big") + side.to_bytes(4, "big"))
     labels = bytearray((0x801).to_bytes(4, "big") + count.to_bytes(4, "big"))
     for i in range(count):
-        label = i % 2
-        images += bytes((255 if (p % side < side // 2) == bool(label) else 0) for p in range(side * side))
+        label = i % 2  # class 0 bright on the right half, class 1 on the left
+        images += bytes(255 if (p % side < side // 2) == bool(label) else 0
+                        for p in range(side * side))
         labels.append(label)
     with open(os.path.join(directory, f"{prefix}-images-idx3-ubyte"), "wb") as f:
         f.write(images)
@@ -166,7 +167,11 @@ class TrainPyCommandLine(unittest.TestCase):
         run_as = {}
         if os.geteuid() == 0:  # root reads it anyway: as nobody, who owns nothing here
             os.chmod(self.root, 0o755)
-            run_as = dict(user=65534, group=65534, extra_groups=[])
+            def nobody():  # (subprocess's user= and group= need Python 3.9; 20.04 has 3.8)
+                os.setgroups([])
+                os.setgid(65534)
+                os.setuid(65534)
+            run_as = dict(preexec_fn=nobody)
         clean = {k: v for k, v in os.environ.items() if not k.startswith("DL_")}
         clean.update(DL_CONFIG=path, HOME=self.root)
         r = subprocess.run([PYTHON, "python/train.py"] + CHEAP, cwd=self.ws, env=clean,
