@@ -7,7 +7,8 @@ Every fenced block whose language is a shell's (sh, bash, shell, console, ...) c
 an HTML comment on the line directly before its fence, which says what the test does with it:
 
     <!-- doc-test: run -->                 run on this (CPU) machine, as written
-    <!-- doc-test: gpu -->                 needs a GPU: the program and its options are checked
+    <!-- doc-test: gpu -->                 needs a GPU: the program and its options are checked,
+                                           and a dl-launch command's --dry-run must parse
     <!-- doc-test: docker -->              Docker: compose file, service, Dockerfile checked
     <!-- doc-test: skip: REASON -->        not run, for the reason given
 
@@ -39,7 +40,8 @@ After the kind come the block's attributes, and, one a line, what each command m
 
 A `run` command needs an expectation (`expect`, `silent`), or, in a console block, the output
 shown under it: one of the shown lines must appear. `cd DIR` changes the working directory of the
-commands after it. Commands run with `bash -c`, exactly as written; the build's dl-launch and
+commands after it. env/'s scripts (install, build, the test suite) are never run: a `run` block
+naming one fails. Commands run with `bash -c`, exactly as written; the build's dl-launch and
 dl-train come first on PATH, then the directory of --python.
 
 A fenced block without a language, a shell block without a marker, an unknown kind or attribute,
@@ -539,15 +541,15 @@ class Runner:
             for command in block.commands:
                 self.tally.report(f"{block.path}:{command.line}", "skip", "SKIP", block.reason)
             return
-        kinds = [block.expectations.get(n + 1, Expectation()).kind or block.kind
-                 for n in range(len(block.commands))]
+        described = [block.expectations.get(n, Expectation())
+                     for n in range(1, len(block.commands) + 1)]
+        kinds = [e.kind or block.kind for e in described]
         top = cwd = None
         env = self.env(tempfile.gettempdir())
         block_needs = parse_needs(block.attributes.get("needs", ""))
-        why_not = [self.missing_need(block_needs + block.expectations.get(n + 1, Expectation()).needs,
-                                     env) if kinds[n] == "run" else None
-                   for n in range(len(block.commands))]
-        if any(k == "docker" or (k == "run" and not w) for k, w in zip(kinds, why_not)):
+        why_not = [self.missing_need(block_needs + e.needs, env) if kind == "run" else None
+                   for e, kind in zip(described, kinds)]
+        if any(k in ("docker", "gpu") or (k == "run" and not w) for k, w in zip(kinds, why_not)):
             try:
                 top, cwd = self.setup(block)
                 env = self.env(top)
@@ -565,7 +567,7 @@ class Runner:
             if kind == "skip":
                 self.tally.report(where, "skip", "SKIP", f"{e.reason}: {shown}")
             elif kind == "gpu":
-                self.gpu(where, command, env)
+                self.gpu(where, command, cwd, env)
             elif kind == "docker":
                 self.docker(where, command, e, cwd, env, timeout)
             elif why_not[n - 1]:
@@ -586,6 +588,10 @@ class Runner:
                 return cwd
             self.tally.report(where, kind, "PASS", f"{shown}: now in {out.strip()}")
             return out.strip().splitlines()[-1]
+        if kind == "run" and re.match(r"(sudo\s+)?(bash\s+|sh\s+)?(\./)?env/", command.text):
+            self.tally.report(where, kind, "FAIL", f"{shown}: env/'s scripts install, build or run "
+                              "the suite: mark the block `skip: REASON`")
+            return cwd
         if kind == "run" and not e.given and not command.shown:
             self.tally.report(where, kind, "FAIL", f"{shown}: no expected output given "
                               "(add `N: expect=\"...\"` or `N: silent` to the marker)")
@@ -625,18 +631,31 @@ class Runner:
                               f"{shown}: exit {code}, {what} ({seconds:.1f} s)")
         return cwd
 
-    def gpu(self, where, command, env):
+    def gpu(self, where, command, cwd, env):
+        """The program and its options; for dl-launch also a dry run of the same command line,
+        which must get past its options (64, 65, 66 are the command's fault; 69 the CPU's)."""
+        shown = one_line(command.text)
         words = split(command.text)
         assignments, words = split_assignments(words)
         if not words:
-            self.tally.report(where, "gpu", "FAIL", f"{one_line(command.text)}: no program")
+            self.tally.report(where, "gpu", "FAIL", f"{shown}: no program")
             return
         problem = self.check_options(words, env)
         if problem:
-            self.tally.report(where, "gpu", "FAIL", f"{one_line(command.text)}: {problem}")
-        else:
-            self.tally.report(where, "gpu", "PASS", f"{one_line(command.text)}: {words[0]} and "
-                              "its options are real (not run: needs a GPU)")
+            self.tally.report(where, "gpu", "FAIL", f"{shown}: {problem}")
+            return
+        what = f"{words[0]} and its options are real"
+        if words[0] == "dl-launch" and cwd is not None:
+            cut = words.index("--") if "--" in words else len(words)
+            dry = words[:cut] + ["--dry-run"] + words[cut:]
+            code, out = self.shell(" ".join(shlex.quote(w) for w in dry), cwd,
+                                   dict(env, **assignments), 120)
+            if code in (64, 65, 66):
+                self.tally.report(where, "gpu", "FAIL", f"{shown}: its --dry-run exits {code}: "
+                                  f"{last(out)}")
+                return
+            what += f", its --dry-run exits {code} here"
+        self.tally.report(where, "gpu", "PASS", f"{shown}: {what} (not run: needs a GPU)")
 
     def docker(self, where, command, e, cwd, env, timeout):
         shown = one_line(command.text)
