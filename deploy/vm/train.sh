@@ -17,9 +17,15 @@ dl_vm_load_settings
 
 readonly container=dl-train
 args=(dl-launch --workspace /root/workspace --name "$DL_NAME")
-if [ -f "$DL_VM_WORKSPACE/runs/$DL_NAME/last.pt" ]; then
+run_dir=$DL_VM_WORKSPACE/runs/$DL_NAME
+if [ -f "$run_dir/last.pt" ]; then
   args+=(--resume true)
   echo "dl-tools: continuing run $DL_NAME from its last.pt"
+elif [ -f "$run_dir/best.pt" ]; then
+  # Stopped between the first epoch's best.pt and last.pt (best.pt is written first): nothing to
+  # resume from, so this VM's own run starts over, where a fresh start would stop with exit 78.
+  args+=(--overwrite true)
+  echo "dl-tools: run $DL_NAME has a best.pt but no last.pt yet: starting it over"
 fi
 env_args=()
 for key in $DL_VM_PASSED_KEYS; do

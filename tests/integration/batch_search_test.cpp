@@ -2,7 +2,8 @@
 // bad input refused as in training), and dl-launch's batch-size search with a --memory-budget over
 // the small CNN on Fashion-MNIST: the chosen batch fits the budget, the next multiple of 8 does
 // not (measured again here), few probes, the answer cached in the workspace for the next start,
-// a dry run that reads the cache and writes nothing, and --retune that probes again.
+// a dry run that reads the cache, and --retune that probes again (a dry run's answer is cached
+// too).
 //
 // The budget is the peak of a probe at batch 8 plus 60 MiB: measured on the machine running the
 // test (LibTorch's own resident size differs between builds and machines), and large enough for a
@@ -275,13 +276,17 @@ TEST(BatchSearchOnCpu, LargestBatchWithinTheBudgetCachedForTheNextStart) {
   EXPECT_EQ(list_dir(ws.path()), before);
   EXPECT_EQ(read_file(cache), cached_text);
 
-  // 3. --retune searches again (and, in a dry run, still writes nothing).
+  // 3. --retune searches again, and a dry run keeps its answer too (a measurement, not a run: the
+  // start that follows must not probe again); it still creates no run directory.
   const Result retuned = launch({"--dry-run", "--retune"});
   ASSERT_EQ(retuned.code, 0) << show(retuned);
   EXPECT_GE(count(retuned.err, "probe batch "), 2) << show(retuned);
-  EXPECT_TRUE(contains(retuned.out, "not cached: dry run")) << retuned.out;
+  EXPECT_TRUE(contains(retuned.out, "stored in " + cache)) << retuned.out;
   EXPECT_EQ(list_dir(ws.path()), before);
-  EXPECT_EQ(read_file(cache), cached_text);
+  const Result after_dry = launch({"--dry-run"});
+  ASSERT_EQ(after_dry.code, 0) << show(after_dry);
+  EXPECT_EQ(count(after_dry.err, "probe batch "), 0) << show(after_dry);
+  EXPECT_TRUE(contains(after_dry.out, "no probe ran")) << after_dry.out;
 
   // For the record (the test's output): what was measured.
   std::cout << "budget " << budget << " bytes (" << budget / MiB << " MiB): batch " << chosen

@@ -314,6 +314,23 @@ TEST_F(TrainerBadInput, MissingDataPathExits66NamingIt) {
   const std::string missing = ws / "no-such-data";
   const Result r = train(ws.path(), {"--data", missing, "--epochs", "1", "--name", "x"});
   expect_clean_failure(r, kMissing, {missing});
+  // A refused start leaves no run directory (train.log, run.lock) behind.
+  EXPECT_FALSE(file_exists(ws / "runs/x")) << show(r);
+}
+
+TEST_F(TrainerBadInput, FreshStartOverAnEarlierRunsCheckpointsIs78AndChangesNothing) {
+  const std::string dir = ws.path();
+  write_synthetic_idx(dir, 10, 10);
+  fs::create_directories(dir + "/runs/x");
+  write_file(dir + "/runs/x/best.pt", "an earlier run's best");
+  const Result r = train(dir, {"--data", dir, "--epochs", "1", "--name", "x"});
+  expect_clean_failure(r, 78, {dir + "/runs/x", "(best.pt)", "--resume", "--name", "--overwrite"});
+  EXPECT_EQ(list_dir(dir + "/runs/x"), std::vector<std::string>{"best.pt"});
+  // --overwrite starts over.
+  const Result over = train(
+      dir, {"--data", dir, "--epochs", "1", "--name", "x", "--overwrite", "--batch-size", "5"});
+  EXPECT_EQ(over.code, 0) << show(over);
+  EXPECT_NE(read_file(dir + "/runs/x/best.pt"), "an earlier run's best");
 }
 
 TEST_F(TrainerBadInput, TruncatedIdxImagesExit65NamingTheFile) {
@@ -522,6 +539,20 @@ TEST(TrainerStop, SigtermMidEpochSavesTheWeightsAndExits143) {
   EXPECT_EQ(extra_int(c, "global_step"), after);
   EXPECT_TRUE(contains(r.out, "received in epoch 1 after " + std::to_string(after) + " batches"))
       << show(r);
+
+  // Typed again without --resume: refused, the checkpoint kept.
+  const std::string saved = read_file(last);
+  const Result again = train(ws.path(), {"--data", data, "--epochs", "5", "--name", "stop"});
+  EXPECT_EQ(again.code, 78) << show(again);
+  EXPECT_TRUE(contains(again.out, "already holds checkpoints (last.pt)")) << show(again);
+  EXPECT_EQ(read_file(last), saved);
+  // --resume (bare) says where it stopped, not "after epoch 0 (best val_acc 0.00%)".
+  const Result resumed = train(ws.path(), {"--data", data, "--epochs", "1", "--limit-batches", "2",
+                                           "--name", "stop", "--resume"});
+  EXPECT_EQ(resumed.code, 0) << show(resumed);
+  EXPECT_TRUE(contains(resumed.out, "saved by a stop in epoch 1 after " + std::to_string(after) +
+                                        " batches (no validation yet); epoch 1 starts again"))
+      << show(resumed);
 }
 
 // --- g. dl-launch ------------------------------------------------------------------------------

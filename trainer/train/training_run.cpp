@@ -164,15 +164,20 @@ void resume(TrainingRun& run) {
   if (auto it = c.extra.find("global_step"); it != c.extra.end()) {
     run.global_step = std::get<std::int64_t>(it->second);
   }
-  if (run.start_epoch == 0) {
-    // Saved by a stop before the first epoch ended: no validation has run yet.
+  const std::string best = run.start_epoch == 0
+                               ? "no validation yet"
+                               : fmt::format("best val_acc {:.2f}%", 100.0 * run.best_val_acc);
+  const auto stopped_in = c.extra.find("interrupted_in_epoch");
+  const auto stopped_after = c.extra.find("interrupted_after_batches");
+  if (stopped_in != c.extra.end() && stopped_after != c.extra.end()) {
+    // Saved by a stop signal during an epoch: that epoch runs again from its first batch.
+    const auto epoch = std::get<std::int64_t>(stopped_in->second);
     spdlog::info(
-        "resumed from {}, saved during epoch 1 at step {} before any validation; epoch 1 "
-        "starts again with the saved weights and optimizer state",
-        run.last_path, run.global_step.load());
+        "resumed from {}, saved by a stop in epoch {} after {} batches ({}); epoch {} starts "
+        "again with the saved weights and optimizer state",
+        run.last_path, epoch, std::get<std::int64_t>(stopped_after->second), best, epoch);
   } else {
-    spdlog::info("resumed from {} after epoch {} (best val_acc {:.2f}%)", run.last_path,
-                 run.start_epoch, 100.0 * run.best_val_acc);
+    spdlog::info("resumed from {} after epoch {} ({})", run.last_path, run.start_epoch, best);
   }
 }
 
@@ -353,7 +358,7 @@ TrainingRun::TrainingRun(const TrainConfig& cfg)
   }
   // A fresh start does not replace an earlier run's checkpoints (--resume continues it).
   if (world.writes() && !resuming && !config.resume && !config.overwrite) {
-    refuse_overwrite(config.run_dir);
+    refuse_overwrite(absolute_path(config.run_dir, current_directory()));
   }
   if (world.writes()) open_run_dir(*this);
   if (config.threads > 0) torch::set_num_threads(config.threads);

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """A model written in Python, scripted with TorchScript, for dl-train to train.
 
-    python python/export_torchscript.py              # writes model.pt in the workspace
+    python3 python/export_torchscript.py              # writes model.pt in the workspace
     dl-launch --model model.pt                       # dl-train trains it (or model = model.pt
                                                      # in dl.conf)
 

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "core/errors.h"
+#include "core/files.h"
 #include "support/temp_dir.h"
 
 extern char** environ;
@@ -85,7 +86,7 @@ TEST_F(OptionsTest, CommandLineBeatsEnvironmentBeatsConfigBeatsDefault) {
   EXPECT_EQ(o.request.batch_size.value, 48);
   EXPECT_EQ(o.request.batch_size.source, "DL_BATCH_SIZE");
   EXPECT_EQ(o.request.precision.value, "bf16");
-  EXPECT_EQ(o.request.precision.source, dir_ + "/dl.conf: precision");
+  EXPECT_EQ(o.request.precision.source, dir_ + "/dl.conf:3: precision");
   EXPECT_EQ(o.config_file.value_or(""), dir_ + "/dl.conf");
 
   o = parse({});
@@ -95,7 +96,7 @@ TEST_F(OptionsTest, CommandLineBeatsEnvironmentBeatsConfigBeatsDefault) {
   unsetenv("DL_WORKERS");
   o = parse({});
   EXPECT_EQ(o.request.workers->value, 3);
-  EXPECT_EQ(o.request.workers->source, dir_ + "/dl.conf: workers");
+  EXPECT_EQ(o.request.workers->source, dir_ + "/dl.conf:1: workers");
 }
 
 TEST_F(OptionsTest, ExplicitConfigFileReplacesTheWorkspaceOne) {
@@ -195,7 +196,7 @@ TEST_F(OptionsTest, RankOptionsFromEveryLayer) {
   const LaunchOptions o = parse({"--nnodes", "2", "--node-rank", "1", "--lr-scaling", "sqrt"});
   const RankRequest& q = o.request.ranks;
   EXPECT_EQ(q.nproc_per_node.value, "2");
-  EXPECT_EQ(q.nproc_per_node.source, dir_ + "/dl.conf: nproc-per-node");
+  EXPECT_EQ(q.nproc_per_node.source, dir_ + "/dl.conf:1: nproc-per-node");
   ASSERT_TRUE(q.nnodes && q.node_rank && q.master_addr && q.master_port);
   EXPECT_EQ(q.nnodes->value, 2);
   EXPECT_EQ(q.node_rank->value, 1);
@@ -239,7 +240,7 @@ TEST_F(OptionsTest, BadValueInConfigNamesFileAndKey) {
   config("precision = fp17\n");
   const UserError e = parse_error({});
   EXPECT_EQ(e.code(), exit_code::kUsage);
-  EXPECT_NE(std::string(e.what()).find("dl.conf: precision"), std::string::npos) << e.what();
+  EXPECT_NE(std::string(e.what()).find("dl.conf:1: precision"), std::string::npos) << e.what();
 }
 
 TEST_F(OptionsTest, WorkspaceConfigCannotMoveTheWorkspace) {
@@ -287,7 +288,9 @@ TEST_F(OptionsTest, CacheKeySettingsAreRead) {
   const LaunchOptions o = parse({"--model", "resnet18", "--data", "data/cifar", "--image-size",
                                  "64", "--input-shape", "3x64x64"});
   EXPECT_EQ(o.model, "resnet18");
-  EXPECT_EQ(o.data, "data/cifar");
+  // A relative path given on the command line is the caller's: made absolute before the program
+  // starts in the workspace.
+  EXPECT_EQ(o.data, current_directory() + "/data/cifar");
   EXPECT_EQ(o.image_size, "64");
   EXPECT_EQ(o.input_shape, "3x64x64");
 }

@@ -91,7 +91,11 @@ TEST(ReportText, MachineFactsAndGpus) {
 }
 
 TEST(ReportText, RunSectionAndWarnings) {
-  const std::string text = render_text(gpu_launch(), false);
+  Launch l = gpu_launch();
+  // Another program writes no report: the line is dl-train's.
+  EXPECT_THAT(render_text(l, false), Not(HasSubstr("report.html")));
+  l.request.default_program = true;
+  const std::string text = render_text(l, false);
   EXPECT_THAT(text, HasSubstr("\nrun\n  command    /usr/bin/dl-train --epochs 3\n"));
   EXPECT_THAT(text, HasSubstr("  workspace  /ws\n"));
   EXPECT_THAT(text, HasSubstr("  config     /ws/dl.conf\n"));
