@@ -223,12 +223,20 @@ std::map<std::string, int> key_lines(const std::string& text, const std::string&
                       at + "expected a key = value line, got '" + line + "'");
     }
     const std::string key = trim(line.substr(0, eq));
-    if (all().find_nothrow(key, false) == nullptr) {
+    if (key.empty()) {
+      throw UserError(exit_code::kBadConfig, at + "expected a key before '=', got '" + line + "'");
+    }
+    // Boost matches names by prefix even when asked for exact ones, and an ambiguous prefix
+    // throws: only an exact name is a key here.
+    const bool known = std::any_of(all().options().begin(), all().options().end(),
+                                   [&](const auto& o) { return o->long_name() == key; });
+    if (!known) {
       const std::string near = nearest_name(key, all());
-      throw UserError(exit_code::kBadConfig,
-                      at + "unknown key '" + key + "'" +
-                          (near.empty() ? "" : "; did you mean '" + near + "'?") +
-                          "; see --help for the keys");
+      throw UserError(
+          exit_code::kBadConfig,
+          at + "unknown key '" + key + "'" +
+              (near.empty() ? "; see --help for the keys"
+                            : ": did you mean '" + near + "'? (see --help for the keys)"));
     }
     const auto [first, inserted] = lines.emplace(key, n);
     if (!inserted) {

@@ -317,14 +317,18 @@ TEST(EvaluateBadInput, OneLineACodeAndNothingWritten) {
 
 TEST(LauncherStartsEvaluate, PlannedEvaluateInTheWorkspace) {
   REQUIRE_TRAINED();
-  Process p({kLaunch, "evaluate", "--workspace", t.ws->path(), "--name", "E", "--checkpoint",
-             "runs/T/best.pt", "--data", "fashion-mnist", "--out", "eval-launched",
-             "--nvml-library", "/nonexistent", "--threads", "1", "--workers", "1"},
-            {}, kSchedulerVars);
+  // Typed from the workspace's parent, with paths relative to it as a user types them: they are
+  // the caller's, though dl-train runs in the workspace.
+  const fs::path ws = t.ws->path();
+  const std::string rel = ws.filename().string();
+  Process p(
+      {kLaunch, "evaluate", "--workspace", rel, "--name", "E", "--checkpoint",
+       rel + "/runs/T/best.pt", "--data", rel + "/fashion-mnist", "--out", rel + "/eval-launched",
+       "--nvml-library", "/nonexistent", "--threads", "1", "--workers", "1"},
+      {}, kSchedulerVars, ws.parent_path().string());
   const Result r = p.wait(kTimeout);
   ASSERT_EQ(r.code, 0) << show(r);
   EXPECT_TRUE(file_exists(*t.ws / "runs/E/plan.json")) << show(r);
-  // Relative paths are the workspace's: dl-train ran there, with the plan.
   EXPECT_TRUE(file_exists(*t.ws / "eval-launched/confusion.csv")) << show(r);
   EXPECT_TRUE(contains(r.out, "top-1 ")) << show(r);
   // One process, whatever the machine.

@@ -473,8 +473,7 @@ TEST_F(SettingForms, AMisspelledOptionOrKeyGetsTheNearestOne) {
         Layers l;
         l.add_config_file(file, true);
       },
-      exit_code::kBadConfig,
-      {file + ":3:", "unknown key 'batchsize'", "did you mean 'batch-size'?"});
+      exit_code::kBadConfig, {file + ":3:", "unknown key 'batchsize': did you mean 'batch-size'?"});
 }
 
 TEST_F(SettingForms, ConfigFileErrorsNameTheLine) {
@@ -492,6 +491,14 @@ TEST_F(SettingForms, ConfigFileErrorsNameTheLine) {
         l.add_config_file(twice, true);
       },
       exit_code::kBadConfig, {twice + ":3:", "'epochs' is set again (first on line 1)"});
+  // No key at all (found by settings_fuzz: Boost's lookup of "" threw "option is ambiguous").
+  const std::string no_key = conf("epochs = 3\n = 4\n");
+  expect_user_error(
+      [&] {
+        Layers l;
+        l.add_config_file(no_key, true);
+      },
+      exit_code::kBadConfig, {no_key + ":2:", "expected a key before '='"});
   const std::string bad_value = conf("\nepochs = many\n");
   expect_user_error(
       [&] {
