@@ -76,18 +76,6 @@ std::vector<std::string> launch(std::vector<std::string> args) {
   return args;
 }
 
-// What `env > FILE` wrote.
-std::map<std::string, std::string> read_env(const std::string& path) {
-  std::map<std::string, std::string> vars;
-  std::istringstream in(read_file(path));
-  std::string line;
-  while (std::getline(in, line)) {
-    const size_t eq = line.find('=');
-    if (eq != std::string::npos) vars.emplace(line.substr(0, eq), line.substr(eq + 1));
-  }
-  return vars;
-}
-
 class LauncherRanks : public ::testing::Test {
  protected:
   // A fake rank: `body` runs in sh with OUT set to the scratch directory; before it, the rank
@@ -151,8 +139,8 @@ TEST_F(LauncherRanks, EveryRankGetsTheContractAndItsShare) {
                                "--batch-size", "8", "--", script}),
                        {}, kOuterVars);
   ASSERT_EQ(r.code, 0) << show(r);
-  const auto e0 = read_env(scratch / "env-0");
-  const auto e1 = read_env(scratch / "env-1");
+  const auto e0 = read_env_file(scratch / "env-0");
+  const auto e1 = read_env_file(scratch / "env-1");
   for (const auto* e : {&e0, &e1}) {
     EXPECT_EQ(e->at("WORLD_SIZE"), "2");
     EXPECT_EQ(e->at("LOCAL_WORLD_SIZE"), "2");
@@ -329,7 +317,7 @@ TEST_F(LauncherRanks, SlurmTaskStartsItsOneRank) {
                         {"SLURM_TASKS_PER_NODE", "2(x2)"}},
                        kOuterVars);
   ASSERT_EQ(r.code, 0) << show(r);
-  const auto env = read_env(scratch / "env-3");
+  const auto env = read_env_file(scratch / "env-3");
   EXPECT_EQ(env.at("RANK"), "3");
   EXPECT_EQ(env.at("LOCAL_RANK"), "1");
   EXPECT_EQ(env.at("WORLD_SIZE"), "4");
@@ -357,7 +345,7 @@ TEST_F(LauncherRanks, PyTorchJobPodStartsItsRanks) {
                        kOuterVars);
   ASSERT_EQ(r.code, 0) << show(r);
   for (int rank : {2, 3}) {
-    const auto env = read_env(scratch / ("env-" + std::to_string(rank)));
+    const auto env = read_env_file(scratch / ("env-" + std::to_string(rank)));
     EXPECT_EQ(env.at("WORLD_SIZE"), "4");
     EXPECT_EQ(env.at("LOCAL_RANK"), std::to_string(rank - 2));
     EXPECT_EQ(env.at("GROUP_RANK"), "1");
@@ -379,7 +367,7 @@ TEST_F(LauncherRanks, TorchrunWorkerKeepsItsValues) {
                        kOuterVars);
   ASSERT_EQ(r.code, 0) << show(r);
   EXPECT_FALSE(file_exists(scratch / "env-0")) << "torchrun starts the other rank";
-  const auto env = read_env(scratch / "env-1");
+  const auto env = read_env_file(scratch / "env-1");
   EXPECT_EQ(env.at("LOCAL_RANK"), "1");
   EXPECT_EQ(env.at("MASTER_PORT"), "29777");
   EXPECT_EQ(env.at("TORCHELASTIC_RUN_ID"), "x");

@@ -38,18 +38,6 @@ std::vector<std::string> launch(std::vector<std::string> args) {
   return args;
 }
 
-// What `dl_test_child env FILE` wrote: "cwd" and every variable of its environment.
-std::map<std::string, std::string> read_env_file(const std::string& path) {
-  std::map<std::string, std::string> vars;
-  std::istringstream in(read_file(path));
-  std::string line;
-  while (std::getline(in, line)) {
-    const size_t eq = line.find('=');
-    if (eq != std::string::npos) vars.emplace(line.substr(0, eq), line.substr(eq + 1));
-  }
-  return vars;
-}
-
 class LauncherRun : public ::testing::Test {
  protected:
   TempDir ws;

@@ -18,6 +18,7 @@
 #include "support/files.h"
 #include "support/matchers.h"
 #include "support/process.h"
+#include "support/setting_samples.h"
 #include "support/temp_dir.h"
 
 namespace dl::test {
@@ -30,17 +31,6 @@ const std::string kFakeNvml = DL_FAKE_NVML;
 const std::vector<std::string> kSchedulerVars = {
     "RANK",        "LOCAL_RANK",  "WORLD_SIZE",      "LOCAL_WORLD_SIZE",
     "MASTER_ADDR", "MASTER_PORT", "OMP_NUM_THREADS", "MKL_NUM_THREADS"};
-
-std::map<std::string, std::string> read_env_file(const std::string& path) {
-  std::map<std::string, std::string> vars;
-  std::istringstream in(read_file(path));
-  std::string line;
-  while (std::getline(in, line)) {
-    const size_t eq = line.find('=');
-    if (eq != std::string::npos) vars.emplace(line.substr(0, eq), line.substr(eq + 1));
-  }
-  return vars;
-}
 
 bool exists(const std::string& path) {
   struct stat st {};
@@ -71,7 +61,7 @@ class LauncherStart : public ::testing::Test {
 
 // A value each setting's rule accepts and dl-launch's own checks let through on a CPU machine
 // with one node; for a flag, false (its bare form gives true). New settings get theirs from the
-// rule; only those whose value must name something real are listed.
+// rule (support/setting_samples.h); only those whose value must name something real are listed.
 std::string form_value(const std::string& key, const std::string& ws, const std::string& data) {
   static const std::map<std::string, std::string> real = {{"name", "r1"},
                                                           {"input-shape", "1x28x28"},
@@ -91,20 +81,7 @@ std::string form_value(const std::string& key, const std::string& ws, const std:
   if (key == "workspace") return ws;
   if (key == "data") return data;
   if (const auto it = real.find(key); it != real.end()) return it->second;
-  const settings::Rule& r = settings::rule(key);
-  switch (r.kind) {
-    case settings::Rule::Kind::kInteger:
-      return std::to_string(static_cast<long long>(r.min) + 1);
-    case settings::Rule::Kind::kReal:
-      return r.min <= 1 && r.max >= 1 ? "1" : std::to_string(static_cast<long long>(r.min));
-    case settings::Rule::Kind::kFlag:
-      return "false";
-    case settings::Rule::Kind::kChoice:
-      return r.choices.back();
-    case settings::Rule::Kind::kText:
-      break;
-  }
-  return r.names_path != nullptr ? "/abs/" + key : "text-" + key;
+  return rule_sample(key);
 }
 
 // The settings the workspace's own dl.conf may not set (launcher/options.cpp): given with

@@ -62,4 +62,15 @@ std::string real_path(const std::string& path) {
   return realpath(path.c_str(), resolved) != nullptr ? resolved : std::string{};
 }
 
+std::map<std::string, std::string> read_env_file(const std::string& path) {
+  std::map<std::string, std::string> vars;
+  std::istringstream in(read_file(path));
+  std::string line;
+  while (std::getline(in, line)) {
+    const std::size_t eq = line.find('=');
+    if (eq != std::string::npos) vars.emplace(line.substr(0, eq), line.substr(eq + 1));
+  }
+  return vars;
+}
+
 }  // namespace dl::test

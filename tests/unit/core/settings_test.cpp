@@ -20,6 +20,7 @@
 #include "core/text.h"
 #include "support/files.h"
 #include "support/matchers.h"
+#include "support/setting_samples.h"
 #include "support/temp_dir.h"
 
 extern char** environ;
@@ -320,24 +321,6 @@ TEST_F(Settings, CheckFindsTheFirstBadTrainingSettingFromAnySource) {
 // new test): `--x=v`, `--x v`, a bare `--x` for flags, DL_X and the config file's `x = v` all
 // reach the program as the same value, with their own source.
 
-// A value the setting's rule accepts, and that differs from a flag's implicit "true".
-std::string sample_value(const std::string& key) {
-  const settings::Rule& r = settings::rule(key);
-  switch (r.kind) {
-    case settings::Rule::Kind::kInteger:
-      return std::to_string(static_cast<long long>(r.min) + 1);
-    case settings::Rule::Kind::kReal:
-      return r.max >= 1 && r.min <= 1 ? "1" : format_number(r.min);
-    case settings::Rule::Kind::kFlag:
-      return "false";
-    case settings::Rule::Kind::kChoice:
-      return r.choices.back();
-    case settings::Rule::Kind::kText:
-      break;
-  }
-  return r.names_path != nullptr ? "/abs/" + key : "text-" + key;
-}
-
 class SettingForms : public Settings {
  public:
   using Settings::conf;
@@ -380,7 +363,7 @@ TEST_F(SettingForms, EveryFormOfEverySettingReachesTheProgramWithItsValueAndSour
   int checked = 0;
   for (const auto& option : settings::all().options()) {
     const std::string key = option->long_name();
-    const std::string value = sample_value(key);
+    const std::string value = rule_sample(key);
     for (const Form& form : forms) {
       SCOPED_TRACE(key + " as " + form.name);
       Layers layers;
