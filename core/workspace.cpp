@@ -24,6 +24,20 @@ bool exists(const std::string& path) {
   return stat(path.c_str(), &st) == 0;
 }
 
+// plan.json, plan-rank-N.json, run.lock, train.log, rank-N.log.
+bool start_file(const std::string& name) {
+  if (name == "plan.json" || name == "run.lock" || name == "train.log") return true;
+  const auto numbered = [&](const std::string& prefix, const std::string& suffix) {
+    if (name.size() <= prefix.size() + suffix.size() || !starts_with(name, prefix) ||
+        !ends_with(name, suffix)) {
+      return false;
+    }
+    const std::string n = name.substr(prefix.size(), name.size() - prefix.size() - suffix.size());
+    return parse_u64(n).has_value();
+  };
+  return numbered("plan-rank-", ".json") || numbered("rank-", ".log");
+}
+
 }  // namespace
 
 std::string check_workspace(const std::string& path, const std::string& source) {
@@ -106,7 +120,9 @@ bool remove_refused_run_dir(int parent_fd, const std::string& name) {
       if (e == nullptr) break;
       const std::string n = e->d_name;
       if (n == "." || n == "..") continue;
-      if (ends_with(n, ".pt")) keep = true;  // something saved: not ours to remove
+      // Only what a start writes before its program has done anything: the plan, the lock, the
+      // logs. Anything else (a checkpoint, a file the program saved) keeps the directory whole.
+      if (!start_file(n)) keep = true;
       entries.push_back(n);
     }
     if (!keep) {

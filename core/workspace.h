@@ -25,9 +25,10 @@ std::vector<std::string> run_checkpoints(const std::string& run_dir);
 void refuse_overwrite(const std::string& run_dir);
 
 // After a refused start (the program exited 64-79 on bad input) in a run directory that start
-// created: removes the files it holds and the directory `name` in `parent_fd` (runs/), relative
-// to the descriptor and without following links, unless a checkpoint is there. Returns whether it
-// was removed.
+// created: removes the directory `name` in `parent_fd` (runs/) and what it holds, relative to the
+// descriptor and without following links, when it holds only what a start writes first (the
+// plan, run.lock, train.log, rank-N.log); anything else keeps it whole. Returns whether it was
+// removed.
 bool remove_refused_run_dir(int parent_fd, const std::string& name);
 
 // Creates <workspace>/runs/<name>/ (and runs/). Throws UserError 73 on failure.

@@ -3,6 +3,7 @@
 #include "core/files.h"
 
 #include <dirent.h>
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -10,6 +11,8 @@
 #include <cstdio>
 #include <fstream>
 #include <sstream>
+#include <string>
+#include <vector>
 
 #include "core/errors.h"
 #include "support/temp_dir.h"
@@ -73,6 +76,79 @@ TEST_F(WorkspaceTest, AtomicWriteReplacesWholeAndLeavesNoTemporary) {
 
 TEST_F(WorkspaceTest, AtomicWriteIntoAMissingDirectoryFails) {
   EXPECT_THROW(write_file_atomic(dir_ + "/no/such/dir/plan.json", "x"), UserError);
+}
+
+// --- A refused start's run directory, and what a fresh start may not replace.
+
+class RefusedRunDir : public WorkspaceTest {
+ protected:
+  void make(const std::vector<std::string>& files) {
+    make_dirs(dir_ + "/runs/r");
+    for (const auto& f : files) write_file_atomic(dir_ + "/runs/r/" + f, "x");
+  }
+  bool remove() {
+    const int fd = ::open((dir_ + "/runs").c_str(), O_RDONLY | O_DIRECTORY);
+    const bool removed = remove_refused_run_dir(fd, "r");
+    ::close(fd);
+    return removed;
+  }
+  bool present(const std::string& path) {
+    struct stat st {};
+    return lstat((dir_ + "/" + path).c_str(), &st) == 0;
+  }
+};
+
+TEST_F(RefusedRunDir, WhatAStartWritesFirstIsRemovedWithTheDirectory) {
+  make({"plan.json", "run.lock", "train.log", "plan-rank-4.json", "rank-0.log", "rank-12.log"});
+  EXPECT_TRUE(remove());
+  EXPECT_FALSE(present("runs/r"));
+  EXPECT_TRUE(present("runs"));
+}
+
+TEST_F(RefusedRunDir, AnythingElseKeepsTheDirectoryWhole) {
+  for (const std::string extra : {"last.pt", "metrics.csv", "notes.txt", "rank-x.log"}) {
+    SCOPED_TRACE(extra);
+    make({"plan.json", "run.lock", extra});
+    EXPECT_FALSE(remove());
+    EXPECT_TRUE(present("runs/r/plan.json"));
+    EXPECT_TRUE(present("runs/r/" + extra));
+    ::unlink((dir_ + "/runs/r/" + extra).c_str());
+  }
+}
+
+TEST_F(RefusedRunDir, ALinkIsRemovedItselfNeverWhatItNames) {
+  write_file_atomic(dir_ + "/precious", "keep me");
+  make({"plan.json"});
+  ASSERT_EQ(::symlink((dir_ + "/precious").c_str(), (dir_ + "/runs/r/train.log").c_str()), 0);
+  EXPECT_TRUE(remove());
+  EXPECT_FALSE(present("runs/r"));
+  EXPECT_TRUE(present("precious"));
+  // A link in place of the run directory itself is not followed.
+  make_dirs(dir_ + "/elsewhere");
+  write_file_atomic(dir_ + "/elsewhere/plan.json", "x");
+  ASSERT_EQ(::symlink((dir_ + "/elsewhere").c_str(), (dir_ + "/runs/r").c_str()), 0);
+  EXPECT_FALSE(remove());
+  EXPECT_TRUE(present("elsewhere/plan.json"));
+}
+
+TEST_F(WorkspaceTest, AFreshStartOverCheckpointsIsRefusedWith78NamingThem) {
+  make_dirs(dir_ + "/runs/r");
+  EXPECT_NO_THROW(refuse_overwrite(dir_ + "/runs/r"));
+  write_file_atomic(dir_ + "/runs/r/best.pt", "x");
+  EXPECT_EQ(run_checkpoints(dir_ + "/runs/r"), std::vector<std::string>{"best.pt"});
+  write_file_atomic(dir_ + "/runs/r/last.pt", "x");
+  try {
+    refuse_overwrite(dir_ + "/runs/r");
+    ADD_FAILURE() << "not refused";
+  } catch (const UserError& e) {
+    EXPECT_EQ(e.code(), exit_code::kRunExists);
+    const std::string what = e.what();
+    EXPECT_NE(what.find(dir_ + "/runs/r already holds checkpoints (last.pt, best.pt)"),
+              std::string::npos)
+        << what;
+    EXPECT_NE(what.find("--resume"), std::string::npos) << what;
+    EXPECT_NE(what.find("--overwrite"), std::string::npos) << what;
+  }
 }
 
 }  // namespace
