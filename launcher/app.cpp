@@ -282,9 +282,10 @@ void pin_ranks(Plan& plan) {
   }
 }
 
-// Probe, plan, and where the plan wants it, the batch-size search and a second plan around its
-// answer; then the run's name, rank 0's port, the pinning and the program's environment.
-void plan_launch(const LaunchOptions& opts, Launch& launch) {
+// Probe, plan, the run's name and, with `check_run`, what the start would do to its directory;
+// where the plan wants it, the batch-size search and a second plan around its answer; then rank
+// 0's port, the pinning and the program's environment.
+void plan_launch(const LaunchOptions& opts, Launch& launch, bool check_run) {
   const SystemHost host(opts.nvml_library);
   launch.facts = probe(host);
   launch.plan = make_plan(launch.facts, launch.request);
@@ -294,6 +295,8 @@ void plan_launch(const LaunchOptions& opts, Launch& launch) {
   launch.run_dir = launch.workspace + "/runs/" + launch.run_name;
   launch.forwarded = opts.trainer_env;
   if (launch.config_file) launch.forwarded.emplace_back("DL_CONFIG", *launch.config_file);
+  // Before the batch-size search's probes: a start that would be refused says so at once.
+  if (check_run) check_run_dir(opts, launch);
   settle_port(launch.plan.topology);
   launch.env = child_environment(launch);
   if (wants_batch_search(launch.request, launch.plan.device.value)) {
@@ -447,8 +450,7 @@ int run(int argc, const char* const argv[]) {
   std::optional<std::string> missing_trainer;
   Launch launch = resolve_launch(opts, &missing_trainer);
   check_data(opts, launch);
-  plan_launch(opts, launch);
-  if (!checkpoint_command) check_run_dir(opts, launch);
+  plan_launch(opts, launch, /*check_run=*/!checkpoint_command);
   if (missing_trainer) launch.plan.warnings.push_back(*missing_trainer);
   // After the plan: its batch-size probes run dl-train itself, not the subcommand.
   if (checkpoint_command) {
