@@ -26,12 +26,6 @@ const std::string kLaunch = DL_LAUNCH_BIN;
 const std::string kChild = DL_TEST_CHILD;
 const std::string kFakeNvml = DL_FAKE_NVML;
 
-// Variables a scheduler or the user may have set around the test run; dl-launch keeps theirs,
-// so tests of its defaults must start without them.
-const std::vector<std::string> kSchedulerVars = {
-    "RANK",        "LOCAL_RANK",  "WORLD_SIZE",      "LOCAL_WORLD_SIZE",
-    "MASTER_ADDR", "MASTER_PORT", "OMP_NUM_THREADS", "MKL_NUM_THREADS"};
-
 // dl-launch with the fake NVML and no fake GPU: a CPU machine, whichever machine runs the tests.
 std::vector<std::string> launch(std::vector<std::string> args) {
   args.insert(args.begin(), {kLaunch, "--nvml-library", kFakeNvml});

@@ -28,10 +28,6 @@ const std::string kLaunch = DL_LAUNCH_BIN;
 const std::string kChild = DL_TEST_CHILD;
 const std::string kFakeNvml = DL_FAKE_NVML;
 
-const std::vector<std::string> kSchedulerVars = {
-    "RANK",        "LOCAL_RANK",  "WORLD_SIZE",      "LOCAL_WORLD_SIZE",
-    "MASTER_ADDR", "MASTER_PORT", "OMP_NUM_THREADS", "MKL_NUM_THREADS"};
-
 bool exists(const std::string& path) {
   struct stat st {};
   return lstat(path.c_str(), &st) == 0;

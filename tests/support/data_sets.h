@@ -9,18 +9,14 @@
 #include <string>
 #include <vector>
 
+#include "support/process.h"
+
 namespace dl::test {
 
 // Why a test that needs Debian's Fashion-MNIST is skipped.
 inline const char* const kNoFashion =
     "Fashion-MNIST is not installed in /usr/share/datasets/fashion-mnist "
     "(apt-get install dataset-fashion-mnist)";
-
-// Variables a scheduler or the user may have set around the test run; they would override the
-// plan dl-launch makes, so the launcher tests clear them.
-inline const std::vector<std::string> kSchedulerVars = {
-    "RANK",        "LOCAL_RANK",  "WORLD_SIZE",      "LOCAL_WORLD_SIZE",
-    "MASTER_ADDR", "MASTER_PORT", "OMP_NUM_THREADS", "MKL_NUM_THREADS"};
 
 // Debian's Fashion-MNIST (dataset-fashion-mnist); "" when its four files are not all there.
 std::string fashion_mnist_dir();

@@ -17,6 +17,12 @@ namespace dl::test {
 
 using EnvVars = std::vector<std::pair<std::string, std::string>>;
 
+// Variables a scheduler or the user may have set around the test run; they would override the
+// plan dl-launch makes, so the launcher tests clear them.
+inline const std::vector<std::string> kSchedulerVars = {
+    "RANK",        "LOCAL_RANK",  "WORLD_SIZE",      "LOCAL_WORLD_SIZE",
+    "MASTER_ADDR", "MASTER_PORT", "OMP_NUM_THREADS", "MKL_NUM_THREADS"};
+
 struct Result {
   int code = -1;  // exit status, or 128+N when the process died of signal N; -1: timed out
   std::string out, err;
