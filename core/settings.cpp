@@ -182,6 +182,7 @@ void Layers::add_command_line(const std::vector<std::string>& args,
   } catch (const po::unknown_option& e) {
     std::string name = e.get_option_name();
     while (!name.empty() && name.front() == '-') name.erase(0, 1);
+    name = name.substr(0, name.find('='));  // `--epoch=3` names the option epoch
     const std::string near = nearest_name(name, desc);
     throw UserError(
         exit_code::kUsage,

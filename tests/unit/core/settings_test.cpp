@@ -433,6 +433,12 @@ TEST_F(SettingForms, AMisspelledOptionOrKeyGetsTheNearestOne) {
   expect_user_error(
       [] {
         Layers l;
+        l.add_command_line({"--epoc=3"}, settings::all());
+      },
+      exit_code::kUsage, {"did you mean --epochs?"});
+  expect_user_error(
+      [] {
+        Layers l;
         l.add_command_line({"--limit", "3"}, settings::all());
       },
       exit_code::kUsage, {"did you mean --limit-batches?"});
