@@ -114,13 +114,6 @@ constexpr HostSetting kHostSettings[] = {
     {"nvml-library", "dl-launch loads the library into its own process, as root in the image"},
 };
 
-// "nvml-library" -> "DL_NVML_LIBRARY".
-std::string environment_name(const std::string& key) {
-  std::string name = "DL_";
-  for (const char c : key) name += c == '-' ? '_' : static_cast<char>(std::toupper(c));
-  return name;
-}
-
 // The workspace must be known before its config file can be read. The workspace's own dl.conf is
 // read with its owner's credentials (act_as.h), as everything dl-launch does in the workspace: a
 // dl.conf linked to a file only root may read is refused by the kernel instead of being read and
@@ -150,7 +143,7 @@ void read_workspace_and_config(settings::Layers& s, LaunchOptions* opts) {
     throw UserError(exit_code::kBadConfig,
                     "config file " + config_path + ": '" + key +
                         "' cannot be set inside the workspace's own dl.conf (" + host.why +
-                        "); give it as --" + key + " or " + environment_name(key));
+                        "); give it as --" + key + " or " + settings::key_to_env(key));
   }
 }
 

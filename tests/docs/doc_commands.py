@@ -247,13 +247,14 @@ def block_commands(body, first_line, console):
     pending = None
     for offset, raw in enumerate(body):
         line_no = first_line + offset
+        if pending is not None:
+            # A line continued with a trailing backslash, in either kind of block.
+            pending.text += "\n" + raw
+            if not raw.rstrip().endswith("\\"):
+                commands.append(pending)
+                pending = None
+            continue
         if console:
-            if pending is not None:
-                pending.text += "\n" + raw
-                if not raw.rstrip().endswith("\\"):
-                    commands.append(pending)
-                    pending = None
-                continue
             if raw.lstrip().startswith("$ "):
                 pending = Command(line_no, raw.lstrip()[2:])
                 if not raw.rstrip().endswith("\\"):
@@ -261,12 +262,6 @@ def block_commands(body, first_line, console):
                     pending = None
             elif commands and raw.strip() and raw.strip() not in ("...", "…"):
                 commands[-1].shown.append(raw.strip())
-            continue
-        if pending is not None:
-            pending.text += "\n" + raw
-            if not raw.rstrip().endswith("\\"):
-                commands.append(pending)
-                pending = None
             continue
         if not raw.strip() or raw.lstrip().startswith("#"):
             continue
