@@ -101,10 +101,17 @@ void refuse_overwrite(const std::string& run_dir) {
   if (saved.empty()) return;
   std::string names;
   for (const auto& n : saved) names += (names.empty() ? "" : ", ") + n;
+  // best.pt is written before last.pt: best.pt alone is a run stopped between the two writes of
+  // its first epoch, which has nothing --resume could continue from.
+  const bool resumable = saved.front() == "last.pt";
   throw UserError(exit_code::kRunExists,
                   "run directory " + run_dir + " already holds checkpoints (" + names +
-                      ") of an earlier run; continue it with --resume, or start another with a "
-                      "new --name (--overwrite replaces them)");
+                      ") of an earlier run; " +
+                      (resumable ? "continue it with --resume, or start another with a new --name "
+                                   "(--overwrite replaces them)"
+                                 : "it has no last.pt to continue from: start it over with "
+                                   "--overwrite (replaces best.pt), or start another with a new "
+                                   "--name"));
 }
 
 bool remove_refused_run_dir(int parent_fd, const std::string& name) {

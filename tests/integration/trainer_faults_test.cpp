@@ -93,14 +93,18 @@ class DirectoryWatch {
   DirectoryWatch(const DirectoryWatch&) = delete;
   DirectoryWatch& operator=(const DirectoryWatch&) = delete;
 
-  // True once `count` names for which `match` holds have appeared; false on timeout.
+  // True once `count` names for which `match` holds have appeared; false on timeout, or as soon
+  // as `writer` has exited (a refused start must not hold the test for the whole timeout).
   bool wait_for(const std::function<bool(const std::string&)>& match, int count,
-                milliseconds timeout) {
+                milliseconds timeout, pid_t writer) {
     const auto deadline = std::chrono::steady_clock::now() + timeout;
     alignas(inotify_event) char buffer[4096];
     while (count > 0 && std::chrono::steady_clock::now() < deadline) {
       pollfd p{fd_, POLLIN, 0};
-      if (poll(&p, 1, 1000) <= 0) continue;
+      if (poll(&p, 1, 1000) <= 0) {
+        if (exited(writer)) break;
+        continue;
+      }
       const ssize_t n = read(fd_, buffer, sizeof buffer);
       for (ssize_t at = 0; at < n && count > 0;) {
         const auto* event = reinterpret_cast<const inotify_event*>(buffer + at);
@@ -112,6 +116,13 @@ class DirectoryWatch {
   }
 
  private:
+  // A zombie (exited, not yet reaped by its Process) or gone.
+  static bool exited(pid_t pid) {
+    const std::string stat = read_file("/proc/" + std::to_string(pid) + "/stat");
+    const std::size_t paren = stat.rfind(')');
+    return paren == std::string::npos || paren + 2 >= stat.size() || stat[paren + 2] == 'Z';
+  }
+
   int fd_;
 };
 
@@ -133,6 +144,18 @@ print()
 )";
 
 // --- kill -9 -----------------------------------------------------------------------------------
+
+// A restart as a scheduler makes it (deploy/vm/train.sh): --resume when last.pt is there; a run
+// killed between its first epoch's best.pt and last.pt has nothing to resume and starts over
+// (without --overwrite such a start is refused with 78, keeping best.pt).
+void restart_flag(std::vector<std::string>& argv, std::int64_t last_epoch,
+                  const std::string& run_dir) {
+  if (last_epoch >= 0) {
+    argv.push_back("--resume");
+  } else if (file_exists(run_dir + "/best.pt")) {
+    argv.push_back("--overwrite");
+  }
+}
 
 // ResNet-50 (23.5 M parameters: checkpoints of about 280 MB with AdamW's moments) on 16 images of
 // 28x28: one step and 4 validation images an epoch, then best.pt (when validation improved) and
@@ -180,7 +203,7 @@ TEST(TrainerKill, EveryCheckpointLoadsNoTemporaryPilesUpAndResumeContinues) {
     SCOPED_TRACE("kill " + std::to_string(i));
     const std::int64_t before = last_epoch();
     std::vector<std::string> argv = with(common, {"--epochs", "1000"});
-    if (before >= 0) argv.push_back("--resume");
+    restart_flag(argv, before, run_dir);
     DirectoryWatch watch(run_dir);
     Process p(in_directory(ws.path(), argv));
     const std::string mine = ".tmp." + std::to_string(p.pid());
@@ -195,7 +218,7 @@ TEST(TrainerKill, EveryCheckpointLoadsNoTemporaryPilesUpAndResumeContinues) {
     std::string moment;
     if (i % 2 == 1) {
       const int writes = std::uniform_int_distribution<int>(1, 3)(random);
-      ASSERT_TRUE(watch.wait_for(is_mine, writes, kRunTimeout))
+      ASSERT_TRUE(watch.wait_for(is_mine, writes, kRunTimeout, p.pid()))
           << writes << " checkpoint writes did not begin: " << p.out();
       // The first at once: a write to /dev/shm on a quiet machine can end within 150 ms, and
       // one kill at least must land inside a write for the test to say anything about them.
@@ -203,8 +226,8 @@ TEST(TrainerKill, EveryCheckpointLoadsNoTemporaryPilesUpAndResumeContinues) {
       moment = std::to_string(ms) + " ms into write " + std::to_string(writes);
       p.wait_for_line(never, milliseconds(ms));
     } else {
-      ASSERT_TRUE(
-          watch.wait_for([](const std::string& name) { return name == "last.pt"; }, 1, kRunTimeout))
+      ASSERT_TRUE(watch.wait_for([](const std::string& name) { return name == "last.pt"; }, 1,
+                                 kRunTimeout, p.pid()))
           << "no last.pt was written: " << p.out();
       const int ms = std::uniform_int_distribution<int>(0, 3000)(random);
       moment = std::to_string(ms) + " ms after a new last.pt";
@@ -252,7 +275,7 @@ TEST(TrainerKill, EveryCheckpointLoadsNoTemporaryPilesUpAndResumeContinues) {
   const std::int64_t before = last_epoch();
   std::vector<std::string> argv =
       with(common, {"--epochs", std::to_string(before < 0 ? 1 : before + 1)});
-  if (before >= 0) argv.push_back("--resume");
+  restart_flag(argv, before, run_dir);
   const bool stale = !temporaries(run_dir).empty();
   Process final_run(in_directory(ws.path(), argv));
   const Result r = final_run.wait(kRunTimeout);

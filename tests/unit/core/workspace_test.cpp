@@ -136,6 +136,19 @@ TEST_F(WorkspaceTest, AFreshStartOverCheckpointsIsRefusedWith78NamingThem) {
   EXPECT_NO_THROW(refuse_overwrite(dir_ + "/runs/r"));
   write_file_atomic(dir_ + "/runs/r/best.pt", "x");
   EXPECT_EQ(run_checkpoints(dir_ + "/runs/r"), std::vector<std::string>{"best.pt"});
+  // best.pt alone (stopped between the first epoch's two writes): --resume has nothing to load.
+  try {
+    refuse_overwrite(dir_ + "/runs/r");
+    ADD_FAILURE() << "not refused";
+  } catch (const UserError& e) {
+    EXPECT_EQ(e.code(), exit_code::kRunExists);
+    const std::string what = e.what();
+    EXPECT_NE(what.find("(best.pt) of an earlier run; it has no last.pt to continue from: start "
+                        "it over with --overwrite"),
+              std::string::npos)
+        << what;
+    EXPECT_EQ(what.find("--resume"), std::string::npos) << what;
+  }
   write_file_atomic(dir_ + "/runs/r/last.pt", "x");
   try {
     refuse_overwrite(dir_ + "/runs/r");
