@@ -110,9 +110,11 @@ COPY --from=build /opt/libtorch/lib/ /opt/libtorch/lib/
 # /root is 0700 in the base images, but the workspace is /root/workspace and dl-launch runs the
 # program as the workspace's owner (the host user): 0711 lets any user reach the mount point
 # without listing /root.
+# dl_plan, the companion module of a user's own script, goes into the env `dl`.
 RUN apt-get update \
  && xargs -a /opt/dl/runtime-packages.txt apt-get install -y -q --no-install-recommends \
  && rm -rf /var/lib/apt/lists/* \
+ && /opt/dl/env/install-companion.sh /opt/dl \
  && chmod 0711 /root
 
 # NVML (GPU probing in dl-launch) needs the driver's "utility" libraries, CUDA needs "compute".

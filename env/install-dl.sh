@@ -3,7 +3,9 @@
 # benchmarks) against the LibTorch at hand (/opt/libtorch when env/install-libtorch.sh unpacked
 # the download there, else the system's), runs the unit tests (ctest --preset image),
 # and installs what the image's runtime stage takes into PREFIX: bin/ (the two programs),
-# workspace_template/, env/ (these scripts), runtime-packages.txt (env/runtime-packages.sh).
+# workspace_template/, env/ (these scripts), python/ (the companion module dl_plan, which the
+# runtime stage installs into its Python with env/install-companion.sh), runtime-packages.txt
+# (env/runtime-packages.sh).
 # The Dockerfile's build stage runs it; it works natively too (any PREFIX).
 #
 #   env/install-dl.sh [PREFIX]      (default /opt/dl)
@@ -32,8 +34,10 @@ fi
 
 mkdir -p "$prefix/bin"
 install -m 0755 -s "$build/launcher/dl-launch" "$build/trainer/dl-train" "$prefix/bin/"
-rm -rf "$prefix/workspace_template" "$prefix/env"
+rm -rf "$prefix/workspace_template" "$prefix/env" "$prefix/python"
 cp -r "$root/workspace_template" "$prefix/workspace_template"
 cp -r "$root/env" "$prefix/env"
+cp -r "$root/python" "$prefix/python"
+find "$prefix/python" -name __pycache__ -prune -exec rm -rf {} +
 "$root/env/runtime-packages.sh" "$prefix/bin/dl-launch" "$prefix/bin/dl-train" >"$prefix/runtime-packages.txt"
 echo "install-dl.sh: installed into $prefix; the runtime needs: $(tr '\n' ' ' <"$prefix/runtime-packages.txt")"

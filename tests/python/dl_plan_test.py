@@ -1,0 +1,408 @@
+#!/usr/bin/env python3
+"""Tests of the companion module dl_plan (python/dl_plan) against the real torch: the plan from
+the environment and alone, the DataLoader keyword arguments with one and two ranks, precision as
+code, and the probe protocol as dl-launch drives it (scripts in fresh processes, the result file,
+the script's own output, out-of-memory, crashes, a script that never reaches its probe call).
+
+    dl_plan_test.py --module-dir <checkout>/python [unittest arguments]
+
+Exit 77 (SKIPPED) where this Python has no torch.
+"""
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import textwrap
+import unittest
+
+args, rest = argparse.ArgumentParser(add_help=False), None
+args.add_argument("--module-dir", required=True)
+opts, rest = args.parse_known_args()
+MODULE_DIR = os.path.abspath(opts.module_dir)
+sys.path.insert(0, MODULE_DIR)
+
+try:
+    import torch
+except ImportError:
+    print(f"SKIPPED: {sys.executable} has no torch (apt-get install python3-torch)")
+    sys.exit(77)
+
+from torch.utils.data import DataLoader, TensorDataset  # noqa: E402
+
+from dl_plan import loading, plan_env as plan_mod, precision  # noqa: E402
+
+# Variables a test's environment must not inherit from a dl-launch or torchrun around ctest.
+PLAN_VARS = [v for v in os.environ if v.startswith("DL_")] + [
+    "RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT"]
+
+
+def clean_env(**extra):
+    env = {k: v for k, v in os.environ.items() if k not in PLAN_VARS}
+    env["PYTHONPATH"] = MODULE_DIR
+    env.update({k: str(v) for k, v in extra.items()})
+    return env
+
+
+class PlanTest(unittest.TestCase):
+    def test_alone_gets_dl_launch_defaults_and_says_so(self):
+        p = plan_mod.read_plan({"DL_CORES": "6"})
+        self.assertEqual((p.workers, p.threads, p.batch_size), (4, 2, 64))
+        self.assertEqual(p.source("workers"), "default: 6 usable cores - 2, at least 1")
+        self.assertEqual(p.source("threads"), "default: 6 usable cores - 4 worker(s), at least 1")
+        self.assertEqual((p.rank, p.local_rank, p.world_size), (0, 0, 1))
+        self.assertFalse(p.distributed)
+        self.assertTrue(p.is_main)
+        self.assertIsNone(p.run_dir)
+        self.assertEqual(p.source("run_dir"), "default: DL_RUN_DIR unset")
+        if not torch.cuda.is_available():
+            self.assertEqual((p.device, p.precision), ("cpu", "fp32"))
+        # One usable core: still one worker, one thread.
+        one = plan_mod.read_plan({"DL_CORES": "1"})
+        self.assertEqual((one.workers, one.threads), (1, 1))
+
+    def test_no_environment_at_all_never_fails(self):
+        p = plan_mod.read_plan({})
+        self.assertEqual(p.cores, len(os.sched_getaffinity(0)))
+        self.assertEqual(p.source("cores"), "affinity mask")
+        self.assertGreaterEqual(p.workers, 1)
+
+    def test_the_plan_dl_launch_hands_over(self):
+        env = {"DL_WORKERS": "3", "DL_THREADS": "2", "DL_BATCH_SIZE": "128", "DL_DEVICE": "cpu",
+               "DL_PRECISION": "bf16", "DL_RUN_DIR": "/w/runs/a", "DL_DATA": "/d", "RANK": "1",
+               "LOCAL_RANK": "1", "WORLD_SIZE": "2", "LOCAL_WORLD_SIZE": "2", "DL_CORES": "4"}
+        p = plan_mod.read_plan(env)
+        self.assertEqual((p.workers, p.threads, p.batch_size, p.device, p.precision),
+                         (3, 2, 128, "cpu", "bf16"))
+        self.assertEqual((p.rank, p.local_rank, p.world_size, p.run_dir, p.data),
+                         (1, 1, 2, "/w/runs/a", "/d"))
+        for name, var in (("workers", "DL_WORKERS"), ("batch_size", "DL_BATCH_SIZE"),
+                          ("rank", "RANK"), ("world_size", "WORLD_SIZE")):
+            self.assertEqual(p.source(name), var)
+        self.assertTrue(p.distributed)
+        self.assertFalse(p.is_main)
+        self.assertIn("workers          3           (DL_WORKERS)", p.describe())
+
+    def test_auto_values_are_the_rule_of_thumb(self):
+        p = plan_mod.read_plan({"DL_WORKERS": "auto", "DL_THREADS": "auto", "DL_CORES": "8"})
+        self.assertEqual((p.workers, p.threads), (6, 2))
+        zero = plan_mod.read_plan({"DL_WORKERS": "0", "DL_CORES": "8"})
+        self.assertEqual(zero.threads, 8)
+        self.assertEqual(zero.source("threads"), "default: 8 usable cores, no workers")
+
+    def test_fp16_on_the_cpu_is_fp32_with_the_reason(self):
+        p = plan_mod.read_plan({"DL_PRECISION": "fp16", "DL_DEVICE": "cpu"})
+        self.assertEqual(p.precision, "fp32")
+        self.assertIn("CPU autocast is bf16", p.source("precision"))
+
+    def test_malformed_variables_name_themselves(self):
+        for env, words in (({"DL_WORKERS": "many"}, "DL_WORKERS='many': expected a whole number"),
+                           ({"DL_BATCH_SIZE": "0"}, "DL_BATCH_SIZE='0'"),
+                           ({"DL_PRECISION": "fp8"}, "DL_PRECISION='fp8'"),
+                           ({"DL_DEVICE": "tpu"}, "DL_DEVICE='tpu'"),
+                           ({"RANK": "2", "WORLD_SIZE": "2"}, "RANK=2 is not below WORLD_SIZE=2")):
+            with self.subTest(env=env):
+                with self.assertRaises(plan_mod.PlanError) as raised:
+                    plan_mod.read_plan(env)
+                self.assertIn(words, str(raised.exception))
+
+
+def data_set(n=100):
+    return TensorDataset(torch.arange(n, dtype=torch.float32).unsqueeze(1), torch.arange(n))
+
+
+class LoaderTest(unittest.TestCase):
+    def test_training_and_validation_kwargs(self):
+        p = plan_mod.read_plan({"DL_WORKERS": "2", "DL_BATCH_SIZE": "16", "DL_DEVICE": "cpu"})
+        kw = loading.dataloader_kwargs(p, data_set())
+        self.assertEqual({k: kw[k] for k in ("batch_size", "num_workers", "pin_memory",
+                                             "prefetch_factor", "persistent_workers",
+                                             "drop_last", "shuffle")},
+                         dict(batch_size=16, num_workers=2, pin_memory=False, prefetch_factor=2,
+                              persistent_workers=True, drop_last=True, shuffle=True))
+        self.assertNotIn("sampler", kw)
+        val = loading.dataloader_kwargs(p, data_set(), train=False)
+        self.assertEqual((val["drop_last"], val["shuffle"]), (False, False))
+        # Overrides win; PyTorch 1.13 refuses prefetch_factor without workers, so none is given.
+        none = loading.dataloader_kwargs(p, data_set(), num_workers=0)
+        self.assertEqual(none["num_workers"], 0)
+        zero = plan_mod.read_plan({"DL_WORKERS": "0"})
+        kw0 = loading.dataloader_kwargs(zero, data_set())
+        self.assertNotIn("prefetch_factor", kw0)
+        self.assertNotIn("persistent_workers", kw0)
+        self.assertEqual(len(list(DataLoader(data_set(), **kw0))), 100 // 64)
+
+    def test_same_seed_same_order_and_worker_randomness(self):
+        import numpy
+
+        class Noisy(torch.utils.data.Dataset):
+            def __len__(self):
+                return 8
+
+            def __getitem__(self, i):
+                return torch.tensor([i, int(numpy.random.randint(1 << 30))])
+
+        p = plan_mod.read_plan({"DL_WORKERS": "2", "DL_BATCH_SIZE": "2"})
+
+        def run():
+            return torch.cat(list(DataLoader(Noisy(), **p.dataloader_kwargs(Noisy())))).tolist()
+
+        first, second = run(), run()
+        self.assertEqual(first, second)  # the order and numpy's numbers repeat
+        self.assertNotEqual([r[0] for r in first], list(range(8)))  # shuffled
+        # Each worker its own numpy stream (forked workers would otherwise repeat the parent's).
+        self.assertEqual(len({r[1] for r in first}), 8)
+
+    def test_two_ranks_split_the_samples(self):
+        seen = []
+        for rank in (0, 1):
+            p = plan_mod.read_plan({"RANK": str(rank), "WORLD_SIZE": "2", "DL_WORKERS": "0",
+                                    "DL_BATCH_SIZE": "5"})
+            kw = p.dataloader_kwargs(data_set(20))
+            self.assertNotIn("shuffle", kw)
+            self.assertEqual(kw["sampler"].rank, rank)
+            loader = DataLoader(data_set(20), **kw)
+            loading.set_epoch(loader, 3)
+            self.assertEqual(kw["sampler"].epoch, 3)
+            seen.append(sorted(int(y) for _, ys in loader for y in ys))
+        self.assertEqual(len(seen[0]), 10)
+        self.assertEqual(sorted(seen[0] + seen[1]), list(range(20)))  # disjoint, complete
+
+
+class PrecisionTest(unittest.TestCase):
+    def test_fp32_no_autocast_and_a_pass_through_scaler(self):
+        p = plan_mod.read_plan({"DL_DEVICE": "cpu", "DL_PRECISION": "fp32"})
+        with precision.autocast(p):
+            self.assertEqual((torch.ones(2, 2) @ torch.ones(2, 2)).dtype, torch.float32)
+        scaler = precision.grad_scaler(p)
+        self.assertFalse(scaler.is_enabled())
+        loss = torch.tensor(3.0)
+        self.assertIs(scaler.scale(loss), loss)
+
+    def test_bf16_autocasts_without_a_scaler(self):
+        p = plan_mod.read_plan({"DL_DEVICE": "cpu", "DL_PRECISION": "bf16"})
+        with p.autocast():
+            self.assertEqual((torch.ones(2, 2) @ torch.ones(2, 2)).dtype, torch.bfloat16)
+        self.assertFalse(p.grad_scaler().is_enabled())
+
+
+PROBE_SCRIPT = textwrap.dedent("""\
+    import os, sys, time, json, torch
+    from torch.utils.data import DataLoader, Dataset
+    import dl_plan
+
+    MIB_PER_SAMPLE = int(os.environ.get("TEST_MIB_PER_SAMPLE", "4"))
+    WHAT = os.environ.get("TEST_WHAT", "")
+
+    class Costly(Dataset):
+        # Each sample costs a known CPU time.
+        def __len__(self):
+            return int(os.environ.get("TEST_SAMPLES", "256"))
+        def __getitem__(self, i):
+            t = time.perf_counter()
+            while time.perf_counter() - t < 0.001:
+                pass
+            return torch.full((4,), float(i)), i % 3
+
+    def main():
+        plan = dl_plan.setup()
+        # The script's own output, some of it JSON that looks like a result: never taken for one.
+        print(json.dumps({"event": "result", "kind": "step", "fits": True, "batch": 999999}))
+        print('{"dl_probe": 1, "event": "result"}', file=sys.stderr)
+        if WHAT == "crash-before":
+            raise ValueError("the user's own bug")
+        if WHAT == "end-before":
+            sys.exit(0)
+        ds = Costly()
+        loader = dl_plan.loader(DataLoader(ds, **plan.dataloader_kwargs(ds, **json.loads(
+            os.environ.get("TEST_LOADER_KW", "{}")))))
+        model = torch.nn.Linear(4, 3)
+        opt = torch.optim.AdamW(model.parameters())
+        scaler = plan.grad_scaler()
+        for epoch in range(int(os.environ.get("TEST_EPOCHS", "2"))):
+            for x, y in loader:
+                with dl_plan.step(), plan.autocast():
+                    # Memory that grows with the batch, held across the step as activations are.
+                    held = torch.ones(x.shape[0], MIB_PER_SAMPLE << 18)
+                    if WHAT == "oom":
+                        torch.empty(1 << 60, dtype=torch.uint8)
+                    if WHAT == "crash-in-step":
+                        raise KeyError("no such column")
+                    loss = torch.nn.functional.cross_entropy(model(x), y) + held.sum() * 0
+                    scaler.scale(loss).backward()
+                    scaler.step(opt)
+                    scaler.update()
+                    opt.zero_grad()
+                    del held
+        print("trained to the end")
+
+    if __name__ == "__main__":  # spawned workers import this file again
+        main()
+""")
+
+
+class ProbeTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.dir = tempfile.mkdtemp(prefix="dl_plan_test.")
+        cls.script = os.path.join(cls.dir, "train.py")
+        with open(cls.script, "w") as f:
+            f.write(PROBE_SCRIPT)
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.dir)
+
+    def probe(self, kind, result_name=None, **env):
+        """Runs the script as dl-launch would for a probe; returns (process, result records)."""
+        result = os.path.join(self.dir, result_name or f"{kind}-{len(os.listdir(self.dir))}.jsonl")
+        e = clean_env(DL_PROBE=kind, DL_PROBE_RESULT=result, DL_PROBE_PROTOCOL=1,
+                      DL_DEVICE="cpu", **env)
+        # Run from another directory, as dl-launch runs it from the workspace.
+        proc = subprocess.run([sys.executable, self.script], env=e, cwd=self.dir,
+                              capture_output=True, text=True, timeout=300)
+        records = []
+        if os.path.exists(result):
+            with open(result) as f:
+                records = [json.loads(line) for line in f]
+        return proc, records
+
+    def assert_handshake(self, records, kind):
+        self.assertGreaterEqual(len(records), 1)
+        hello = records[0]
+        self.assertEqual((hello["dl_probe"], hello["event"], hello["probe"], hello["module"]),
+                         (1, "hello", kind, "dl_plan"))
+
+    def test_loader_probe_times_the_users_loader_and_ends_the_script(self):
+        proc, records = self.probe("loader", DL_WORKERS=2, DL_BATCH_SIZE=8, DL_PROBE_BATCHES=10)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        self.assertNotIn("trained to the end", proc.stdout)
+        self.assertEqual(len(records), 2, records)  # hello and the result, nothing else
+        self.assert_handshake(records, "loader")
+        r = records[1]
+        self.assertEqual((r["event"], r["kind"], r["workers"], r["batch"], r["batches"],
+                          r["samples"], r["error"]), ("result", "loader", 2, 8, 10, 80, ""))
+        self.assertGreater(r["samples_per_second"], 0)
+        # The workers' memory is counted: more than the main process's share alone is unlikely
+        # to be under 10 MiB with torch imported.
+        self.assertGreater(r["host_bytes"], 10 << 20)
+
+    def test_loader_probe_with_spawned_workers_shakes_hands_once(self):
+        proc, records = self.probe("loader", DL_WORKERS=1, DL_BATCH_SIZE=8, DL_PROBE_BATCHES=3,
+                                   TEST_LOADER_KW='{"multiprocessing_context": "spawn"}')
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        self.assertEqual([r["event"] for r in records], ["hello", "result"])
+        self.assertEqual(records[1]["error"], "")
+
+    def test_step_probe_reports_memory_that_grows_with_the_batch(self):
+        peaks = {}
+        for batch in (8, 40):
+            proc, records = self.probe("step", DL_WORKERS=0, DL_BATCH_SIZE=batch,
+                                       TEST_MIB_PER_SAMPLE=4)
+            self.assertEqual(proc.returncode, 0, proc.stderr)
+            self.assertNotIn("trained to the end", proc.stdout)
+            self.assert_handshake(records, "step")
+            r = records[-1]
+            self.assertEqual((r["kind"], r["batch"], r["fits"], r["out_of_memory"], r["steps"],
+                              r["device"], r["precision"], r["error"]),
+                             ("step", batch, True, False, 3, "cpu", "fp32", ""))
+            self.assertGreater(r["step_seconds"], 0)
+            peaks[batch] = r["peak_bytes"]
+        # 32 more samples at 4 MiB each: the peak RSS grows by about 128 MiB.
+        grown = (peaks[40] - peaks[8]) / (1 << 20)
+        self.assertGreater(grown, 128 * 0.8, peaks)
+        self.assertLess(grown, 128 * 1.5, peaks)
+
+    def test_out_of_memory_in_the_step_is_an_answer(self):
+        proc, records = self.probe("step", DL_WORKERS=0, DL_BATCH_SIZE=8, TEST_WHAT="oom")
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        r = records[-1]
+        self.assertEqual((r["fits"], r["out_of_memory"], r["error"], r["steps"]),
+                         (False, True, "", 0))
+
+    def test_a_crash_in_the_step_is_named(self):
+        proc, records = self.probe("step", DL_WORKERS=0, DL_BATCH_SIZE=8, TEST_WHAT="crash-in-step")
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        r = records[-1]
+        self.assertEqual((r["fits"], r["out_of_memory"]), (False, False))
+        self.assertEqual(r["error"], "KeyError: 'no such column'")
+
+    def test_a_crash_before_the_probe_call_is_named_and_fails(self):
+        proc, records = self.probe("step", DL_WORKERS=0, TEST_WHAT="crash-before")
+        self.assertEqual(proc.returncode, 1)
+        self.assertIn("ValueError: the user's own bug", proc.stderr)
+        self.assertEqual(records[-1]["error"], "the script failed: ValueError: the user's own bug")
+
+    def test_a_script_that_ends_before_its_probe_call_says_so(self):
+        for kind, words in (("step", "before its first dl_plan.step()"),
+                            ("loader", "before dl_plan.loader(...)")):
+            with self.subTest(kind=kind):
+                proc, records = self.probe(kind, TEST_WHAT="end-before")
+                self.assertEqual(proc.returncode, 0, proc.stderr)
+                self.assertIn(words, records[-1]["error"])
+
+    def test_fewer_batches_than_steps_still_measures(self):
+        # 16 samples at batch 8, one epoch: two steps of the three asked.
+        proc, records = self.probe("step", DL_WORKERS=0, DL_BATCH_SIZE=8, TEST_SAMPLES=16,
+                                   TEST_EPOCHS=1)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        self.assertIn("trained to the end", proc.stdout)
+        r = records[-1]
+        self.assertEqual((r["fits"], r["steps"], r["error"]), (True, 2, ""))
+        self.assertGreater(r["peak_bytes"], 0)
+
+    def test_bad_probe_settings_are_one_line_and_64(self):
+        link = os.path.join(self.dir, "planted")
+        os.symlink(os.path.join(self.dir, "elsewhere"), link)
+        for env, words in (({"DL_PROBE": "both"}, "DL_PROBE='both': expected loader or step"),
+                           ({"DL_PROBE_RESULT": "relative.jsonl"}, "expected an absolute path"),
+                           ({"DL_PROBE_STEPS": "-1"}, "DL_PROBE_STEPS='-1'"),
+                           ({"DL_PROBE_RESULT": link}, "not a symbolic link")):
+            with self.subTest(env=env):
+                e = clean_env(DL_PROBE="step", DL_PROBE_RESULT=os.path.join(self.dir, "x.jsonl"))
+                e.update(env)
+                proc = subprocess.run([sys.executable, self.script], env=e, cwd=self.dir,
+                                      capture_output=True, text=True, timeout=300)
+                self.assertEqual(proc.returncode, 64, proc.stderr)
+                self.assertEqual(proc.stderr.count("\n"), 1, proc.stderr)  # no traceback
+                self.assertIn(words, proc.stderr)
+        self.assertFalse(os.path.exists(os.path.join(self.dir, "elsewhere")))
+
+    def test_outside_a_probe_both_calls_cost_nothing(self):
+        e = clean_env(DL_WORKERS=0, DL_BATCH_SIZE=64, TEST_EPOCHS=1, DL_DEVICE="cpu")
+        proc = subprocess.run([sys.executable, self.script], env=e, cwd=self.dir,
+                              capture_output=True, text=True, timeout=300)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        self.assertIn("trained to the end", proc.stdout)
+
+
+class InstallTest(unittest.TestCase):
+    def test_pip_installs_the_folder(self):
+        """`pip install ./python`, as docs/python.md says, offline (no build isolation), from a
+        copy: the checkout is not written to."""
+        import importlib.util
+
+        for name in ("pip", "setuptools"):  # found, not imported: torch has imported distutils
+            if importlib.util.find_spec(name) is None:
+                self.skipTest(f"{name} is missing (apt-get install python3-pip python3-setuptools)")
+        with tempfile.TemporaryDirectory() as tmp:
+            src = shutil.copytree(MODULE_DIR, os.path.join(tmp, "src"),
+                                  ignore=shutil.ignore_patterns("__pycache__"))
+            target = os.path.join(tmp, "site")
+            subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-build-isolation",
+                            "--no-deps", "--no-warn-script-location", "--target", target, src],
+                           check=True, capture_output=True, timeout=300)
+            env = {k: v for k, v in os.environ.items() if k not in PLAN_VARS}
+            env["PYTHONPATH"] = target
+            out = subprocess.run([sys.executable, "-c", "import dl_plan; print(dl_plan.__file__, "
+                                  "dl_plan.__version__, dl_plan.plan().batch_size)"],
+                                 env=env, cwd=tmp, capture_output=True, text=True, check=True)
+            self.assertTrue(out.stdout.startswith(target), out.stdout)
+            self.assertTrue(out.stdout.strip().endswith("0.1.0 64"), out.stdout)
+
+
+if __name__ == "__main__":
+    unittest.main(argv=[sys.argv[0]] + rest, verbosity=2)
