@@ -30,6 +30,7 @@ constexpr int kNoPermission = 77;    // config file not readable
 constexpr int kRunExists = 78;       // a fresh start under a name that holds checkpoints
 constexpr int kSomeUnreadable = 79;  // predict: some inputs could not be decoded (the rest were)
 constexpr int kDiverged = 80;        // the loss became NaN or infinite (dl-train)
+constexpr int kProbeFailed = 81;     // a probe of the user's program failed (docs/python.md)
 constexpr int kNotExecutable = 126;
 constexpr int kNotFound = 127;  // the command to start does not exist
 }  // namespace exit_code
@@ -80,6 +81,10 @@ inline constexpr ExitCodeRow kExitCodes[] = {
      "predict: some inputs could not be decoded (each is named in the CSV; the rest were "
      "predicted)"},
     {"80", "", "the loss became NaN or infinite (the last good checkpoint is kept)"},
+    {"81",
+     "a probe of the program after -- failed: it crashed, hung past its limit or reported an "
+     "error (the message names the probe and its log file)",
+     ""},
     {"126", "the command is not executable, or cannot be started as the workspace's owner", ""},
     {"127", "the command (or the trainer) was not found", ""},
     {"128+N", "the program died of signal N (137: killed after the grace period)",

@@ -32,4 +32,7 @@ std::string format_bytes(std::uint64_t bytes);
 // Shortest plain form of a number: "0.01", "86400".
 std::string format_number(double v);
 
+// The time now in UTC, in ISO 8601 ("2026-12-02T02:48:28Z"): when a measurement ran.
+std::string utc_now_iso();
+
 }  // namespace dl

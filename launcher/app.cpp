@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -40,8 +41,10 @@
 #include "launcher/options.h"
 #include "launcher/plan.h"
 #include "launcher/ports.h"
+#include "launcher/program_kind.h"
 #include "launcher/rank_supervisor.h"
 #include "launcher/report.h"
+#include "launcher/script_tuner.h"
 #include "launcher/supervisor.h"
 #include "launcher/topology.h"
 
@@ -132,27 +135,34 @@ void check_run_dir(const LaunchOptions& opts, const Launch& launch) {
   if (!opts.resume && !opts.overwrite) refuse_overwrite(launch.run_dir);
 }
 
-// The cached answer, or a search by probes of dl-train with the environment it would train in.
-BatchSearchRecord search_batch_size(const LaunchOptions& opts, const Launch& l) {
-  TuneRequest t;
-  t.probe.trainer = l.command;
-  t.probe.workspace = l.workspace;
-  t.probe.identity = l.run_as;
-  // Everything training gets, but DL_BATCH_SIZE is each probe's own batch (batch_probe.cpp): the
-  // first plan's would be a meaningless value that changes with the plan, and so would the probes'
-  // environment (and, by a few MiB, their heap layout and resident memory) between the search and
-  // a later probe of its answer. A probe is one process on one GPU, whatever the run's ranks.
+// The environment a probe runs in: everything training gets, but DL_BATCH_SIZE (and `also`) is
+// each probe's own (batch_probe.cpp): the first plan's would be a meaningless value that changes
+// with the plan, and so would the probes' environment (and, by a few MiB, their heap layout and
+// resident memory) between the search and a later probe of its answer. A probe is one process on
+// one GPU, whatever the run's ranks.
+EnvList probe_environment(const Launch& l, const char* also = "") {
   const std::map<std::string, std::string> single = {{"DL_DEVICE", l.plan.device.value},
                                                      {"RANK", "0"},
                                                      {"LOCAL_RANK", "0"},
                                                      {"WORLD_SIZE", "1"},
                                                      {"LOCAL_WORLD_SIZE", "1"},
                                                      {"GROUP_RANK", "0"}};
+  EnvList env;
   for (const auto& [name, value] : l.env) {
-    if (name == "DL_BATCH_SIZE") continue;
+    if (name == "DL_BATCH_SIZE" || name == also) continue;
     const auto it = single.find(name);
-    t.probe.env.emplace_back(name, it == single.end() ? value : it->second);
+    env.emplace_back(name, it == single.end() ? value : it->second);
   }
+  return env;
+}
+
+// The search's budget, bounds, cache and the workspace it runs in; the probes are the caller's.
+TuneRequest batch_tune_request(const LaunchOptions& opts, const Launch& l) {
+  TuneRequest t;
+  t.probe.trainer = l.command;
+  t.probe.workspace = l.workspace;
+  t.probe.identity = l.run_as;
+  t.probe.env = probe_environment(l);
   const Choice<std::uint64_t> budget = batch_search_budget(l.facts, l.request, l.plan.device.value);
   t.search.budget_bytes = budget.value;
   t.budget_reason = budget.reason;
@@ -161,7 +171,130 @@ BatchSearchRecord search_batch_size(const LaunchOptions& opts, const Launch& l) 
   }
   t.key = cache_key(opts, l);
   t.use_cache = !opts.retune;
-  return tune_batch_size(t);
+  return t;
+}
+
+// The cached answer, or a search by probes of dl-train with the environment it would train in.
+BatchSearchRecord search_batch_size(const LaunchOptions& opts, const Launch& l) {
+  return tune_batch_size(batch_tune_request(opts, l));
+}
+
+// How long a program after -- may take to shake hands: long enough for `import torch` on a
+// loaded machine, short enough that a program that does not speak the protocol costs little (and
+// once: the cache remembers it).
+constexpr double kHandshakeSeconds = 20;
+
+// A number of seconds from the environment (DL_PROBE_HANDSHAKE, DL_PROBE_TIMEOUT: not settings,
+// knobs of the probe protocol, docs/python.md), else `fallback`.
+double seconds_from_env(const char* name, double fallback) {
+  const char* raw = std::getenv(name);
+  if (raw == nullptr || *raw == '\0') return fallback;
+  char* end = nullptr;
+  const double v = std::strtod(raw, &end);
+  if (end == raw || *end != '\0' || !(v > 0) || v > 86400) {
+    throw UserError(exit_code::kUsage,
+                    std::string(name) + "='" + raw + "': expected a number of seconds above 0");
+  }
+  return v;
+}
+
+// A program after --, as far as the launcher can tell what its measurements depend on: the
+// command, each file it names (size and modification time, looked at as the workspace's owner),
+// and the batch key's input, precision, device and budget; the cores of one process.
+std::string script_identity(const Launch& l) {
+  const ActAs owner(l.run_as);
+  std::string key = "command=";
+  for (std::size_t i = 0; i < l.command.size(); ++i) key += (i > 0 ? " " : "") + l.command[i];
+  for (std::size_t i = 1; i < l.command.size(); ++i) {
+    const std::string& a = l.command[i];
+    if (a.empty() || a[0] == '-') continue;
+    const std::string path = a[0] == '/' ? a : l.workspace + "/" + a;
+    struct stat st {};
+    if (stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode)) {
+      key += "; " + a + " (" + std::to_string(st.st_size) + " bytes, modified " +
+             std::to_string(st.st_mtime) + ")";
+    }
+  }
+  return key;
+}
+
+// A program after --, measured where the plan leaves its workers or its batch size to the
+// launcher: step probes for the batch (on a GPU or with --memory-budget), then loader probes for
+// the workers, each answer cached (script_tuner.h). A program that does not answer the handshake
+// keeps the rule of thumb, and the plan says why.
+void tune_user_program(const LaunchOptions& opts, Launch& launch) {
+  Request& req = launch.request;
+  const bool workers = !req.workers;
+  const bool batch = req.batch_size.source == "default" &&
+                     (req.memory_budget || launch.plan.device.value != "cpu");
+  if (!workers && !batch) return;
+  std::optional<std::string> cannot;
+  {
+    const ActAs owner(launch.run_as);
+    cannot = cannot_speak_protocol(launch.command, launch.workspace);
+  }
+  if (cannot) {
+    // Only Python programs can opt in: the others are told why they are not measured.
+    req.no_protocol =
+        is_python_program(launch.command) ? no_protocol_note(*cannot) : "not measured: " + *cannot;
+    req.probe_unavailable = req.no_protocol;
+    const Choice<int> port = launch.plan.topology.master_port;
+    launch.plan = make_plan(launch.facts, req);
+    launch.plan.topology.master_port = port;
+    return;
+  }
+  ScriptTuneRequest t;
+  t.probe.command = launch.command;
+  t.probe.workspace = launch.workspace;
+  t.probe.env = probe_environment(launch, "DL_WORKERS");
+  t.probe.identity = launch.run_as;
+  {
+    const ActAs owner(launch.run_as);
+    const DirFd probes = DirFd::open(launch.workspace).subdir(".dl").subdir("probes");
+    probes.subdir("run");
+    t.probe.probe_dir = probes.path();
+  }
+  t.probe.handshake_seconds = seconds_from_env("DL_PROBE_HANDSHAKE", kHandshakeSeconds);
+  t.probe.timeout_seconds = seconds_from_env("DL_PROBE_TIMEOUT", kProbeTimeoutSeconds);
+  t.use_cache = !opts.retune;
+  t.tune_workers = workers;
+  // One process's share: the probes run once on this node, and each rank gets the answer.
+  t.max_workers = launch.plan.ranks.front().cores.value;
+  t.tune_batch = batch;
+  t.loader_batch = launch.plan.batch_size.value;
+  const std::string identity = script_identity(launch);
+  if (batch) {
+    t.batch = batch_tune_request(opts, launch);
+    t.batch.key.model = identity;
+    t.batch.key.torch = "the program's";
+  }
+  const BatchCacheKey b = cache_key(opts, launch);
+  t.cache_key = identity + "; input=" + b.input + "; precision=" + b.precision +
+                "; device=" + b.device + (b.gpu.empty() ? "" : "; gpu=" + b.gpu) +
+                "; budget=" + (batch ? b.budget : "none") +
+                "; cores=" + std::to_string(t.max_workers);
+
+  const ScriptTuning tuned = tune_script(t);
+  launch.script_probe = tuned.record;
+  launch.script_cache_key = t.cache_key;
+  if (!tuned.record.speaks_protocol) {
+    req.no_protocol = no_protocol_note(tuned.record.no_handshake);
+    req.probe_unavailable = req.no_protocol;
+  } else {
+    req.probe_unavailable.clear();
+    if (tuned.record.workers_searched) {
+      const ScriptProbeRecord& r = tuned.record;
+      req.measured_workers =
+          Choice<int>{r.workers.workers,
+                      r.workers.reason +
+                          (r.cached ? "; cached, --retune measures again"
+                                    : "; " + std::to_string(r.workers.trials.size()) + " probes, " +
+                                          format_number(std::round(r.seconds * 10) / 10) + " s")};
+    }
+  }
+  const Choice<int> port = launch.plan.topology.master_port;
+  launch.plan = make_plan(launch.facts, req, tuned.batch ? &*tuned.batch : nullptr);
+  launch.plan.topology.master_port = port;
 }
 
 void setup_logging() {
@@ -299,7 +432,9 @@ void plan_launch(const LaunchOptions& opts, Launch& launch, bool check_run) {
   if (check_run) check_run_dir(opts, launch);
   settle_port(launch.plan.topology);
   launch.env = child_environment(launch);
-  if (wants_batch_search(launch.request, launch.plan.device.value)) {
+  if (!launch.request.default_program) {
+    tune_user_program(opts, launch);
+  } else if (wants_batch_search(launch.request, launch.plan.device.value)) {
     // Probes get the environment training would get (the first plan's threads, device and
     // precision); the chosen batch then re-plans the workers, which depend on it.
     std::optional<BatchSearchRecord> searched;
@@ -343,6 +478,9 @@ bool write_run_files(Launch& launch) {
   if (search && search->cache_written) {
     store_batch_cache(workspace, search->cache_key, *search);
   }
+  if (launch.script_probe && !launch.script_probe->cached) {
+    store_script_cache(workspace, launch.script_cache_key, *launch.script_probe);
+  }
   if (launch.run_as) {
     launch.run_as->home = home_for(*launch.run_as, workspace);
     launch.env.emplace_back("HOME", launch.run_as->home);
@@ -355,12 +493,16 @@ bool write_run_files(Launch& launch) {
   return fresh;
 }
 
-// The search's answer in the workspace's cache, for a dry run (a real run stores it with the rest
-// of its files).
+// The measurements' answers in the workspace's caches, for a dry run (a real run stores them with
+// the rest of its files).
 void store_search(const Launch& launch) {
   const ActAs owner(launch.run_as);
   const DirFd workspace = DirFd::open(launch.workspace);
-  store_batch_cache(workspace, launch.plan.batch_search->cache_key, *launch.plan.batch_search);
+  const auto& search = launch.plan.batch_search;
+  if (search && search->cache_written) store_batch_cache(workspace, search->cache_key, *search);
+  if (launch.script_probe && !launch.script_probe->cached) {
+    store_script_cache(workspace, launch.script_cache_key, *launch.script_probe);
+  }
 }
 
 // A start the program refused on its input (64-79: a bad setting, missing or bad data) leaves
@@ -463,7 +605,7 @@ int run(int argc, const char* const argv[]) {
   auto& search = launch.plan.batch_search;
   if (search && !search->cached) search->cache_written = true;
   if (opts.dry_run) {
-    if (search && search->cache_written) store_search(launch);
+    store_search(launch);
     std::cout << (opts.json ? render_json(launch) : render_text(launch, true));
     return exit_code::kOk;
   }

@@ -16,9 +16,9 @@ namespace {
 constexpr const char* kFormat = "dl-batch-cache";
 constexpr int kVersion = 1;
 
-// The file's text; nullopt when it is missing, unreadable or not a regular file (a FIFO planted
-// under the name is not waited on).
-std::optional<std::string> read_text(const std::string& path) {
+}  // namespace
+
+std::optional<std::string> read_cache_text(const std::string& path) {
   try {
     const std::vector<char> bytes = read_whole_file(path);
     return std::string(bytes.begin(), bytes.end());
@@ -26,8 +26,6 @@ std::optional<std::string> read_text(const std::string& path) {
     return std::nullopt;
   }
 }
-
-}  // namespace
 
 std::string BatchCacheKey::text() const {
   return "model=" + model + "; input=" + input + "; precision=" + precision + "; device=" + device +
@@ -109,7 +107,7 @@ BatchCacheEntries parse_batch_cache(const std::string& text) {
 
 std::optional<BatchSearchRecord> lookup_batch_cache(const std::string& path,
                                                     const std::string& key) {
-  const auto text = read_text(path);
+  const auto text = read_cache_text(path);
   if (!text) return std::nullopt;
   for (auto& [k, r] : parse_batch_cache(*text)) {
     if (k != key) continue;
@@ -124,7 +122,7 @@ void store_batch_cache(const DirFd& workspace, const std::string& key,
                        const BatchSearchRecord& record) {
   const DirFd dot = workspace.subdir(".dl");
   BatchCacheEntries entries;
-  if (const auto text = read_text(batch_cache_path(workspace.path()))) {
+  if (const auto text = read_cache_text(batch_cache_path(workspace.path()))) {
     entries = parse_batch_cache(*text);
   }
   BatchCacheEntries kept;

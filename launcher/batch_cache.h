@@ -31,6 +31,10 @@ struct BatchCacheKey {
 
 using BatchCacheEntries = std::vector<std::pair<std::string, BatchSearchRecord>>;  // key text
 
+// A cache file's text; nullopt when it is missing, unreadable or not a regular file (a FIFO
+// planted under the name is not waited on).
+std::optional<std::string> read_cache_text(const std::string& path);
+
 // <workspace>/.dl/batch-cache.json
 std::string batch_cache_path(const std::string& workspace);
 

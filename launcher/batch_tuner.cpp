@@ -5,21 +5,11 @@
 
 #include <chrono>
 #include <cstdio>
-#include <ctime>
 
 #include "core/text.h"
 
 namespace dl {
 namespace {
-
-std::string utc_now() {
-  const std::time_t now = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&now, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
 
 std::string seconds_text(double s, const char* format = "%.1f s") {
   char buf[32];
@@ -30,7 +20,7 @@ std::string seconds_text(double s, const char* format = "%.1f s") {
 }  // namespace
 
 BatchSearchRecord tune_batch_size(TuneRequest request) {
-  request.key.torch = trainer_torch_version(request.probe);
+  if (!request.probe_fn) request.key.torch = trainer_torch_version(request.probe);
   const std::string key = request.key.text();
   const std::string path = batch_cache_path(request.probe.workspace);
   if (request.use_cache) {
@@ -53,7 +43,8 @@ BatchSearchRecord tune_batch_size(TuneRequest request) {
   const auto start = std::chrono::steady_clock::now();
   const ProbeFn probe = [&](std::int64_t batch) {
     const auto t0 = std::chrono::steady_clock::now();
-    ProbeResult r = run_batch_probe(request.probe, batch);
+    ProbeResult r =
+        request.probe_fn ? request.probe_fn(batch) : run_batch_probe(request.probe, batch);
     const double took =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     spdlog::info("probe batch {}: {}{}{} ({})", batch,
@@ -69,7 +60,7 @@ BatchSearchRecord tune_batch_size(TuneRequest request) {
   record.budget = request.search.budget_bytes;
   record.budget_reason = request.budget_reason;
   record.max_batch = request.search.max_batch;
-  record.searched_at = utc_now();
+  record.searched_at = utc_now_iso();
   record.cache_file = path;
   record.cache_key = key;
   spdlog::info("batch-size search: {} after {} probes in {} ({})", record.result.batch,

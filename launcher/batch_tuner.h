@@ -13,7 +13,11 @@
 namespace dl {
 
 struct TuneRequest {
-  ProbeSetup probe;           // how dl-train's probe mode is started
+  ProbeSetup probe;  // how dl-train's probe mode is started (its workspace names the cache)
+  // Another program's probes (a user's script under the probe protocol, script_probe.h): the
+  // trial of each batch; then `key` is complete as given and dl-train is not asked for its
+  // LibTorch version.
+  ProbeFn probe_fn;
   BatchCacheKey key;          // all but the LibTorch version, which dl-train is asked for
   SearchOptions search;       // the budget and the data set's size
   std::string budget_reason;  // where the budget comes from, for the report

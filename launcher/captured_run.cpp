@@ -29,13 +29,25 @@ void close_fd(int* fd) {
   *fd = -1;
 }
 
+// What is kept of a program's output: its head and its tail (where a probe's report is).
+constexpr std::size_t kKeptHead = 64 << 10;
+constexpr std::size_t kKeptTail = 4 << 20;
+
+// Appends, dropping the middle of an output that outgrows its head and tail.
+void append_bounded(std::string* into, const char* data, std::size_t n) {
+  into->append(data, n);
+  if (into->size() <= kKeptHead + 2 * kKeptTail) return;
+  const std::size_t cut = into->size() - kKeptHead - kKeptTail;
+  into->replace(kKeptHead, cut, "\n[" + std::to_string(cut) + " bytes of output left out]\n");
+}
+
 // Reads what is there; false at end of file.
 bool drain(int fd, std::string* into) {
   char buf[65536];
   while (true) {
     const ssize_t n = read(fd, buf, sizeof buf);
     if (n > 0) {
-      into->append(buf, static_cast<size_t>(n));
+      append_bounded(into, buf, static_cast<size_t>(n));
       continue;
     }
     if (n < 0 && errno == EINTR) continue;
@@ -116,8 +128,11 @@ struct ChildUser {
   _exit(errno == ENOENT ? 127 : 126);
 }
 
-// Reads both pipes until they close or the deadline passes; then the child is killed.
-void collect_output(pid_t pid, int fds[2], double timeout_seconds, CapturedRun* r) {
+// Reads both pipes until they close, the deadline passes or `stop_when` says so; then the child
+// is killed.
+void collect_output(pid_t pid, int fds[2], double timeout_seconds,
+                    const std::function<bool()>& stop_when, CapturedRun* r, int* status,
+                    bool* reaped) {
   std::string* into[2] = {&r->out, &r->err};
   for (int i = 0; i < 2; ++i) fcntl(fds[i], F_SETFL, fcntl(fds[i], F_GETFL) | O_NONBLOCK);
   const auto deadline =
@@ -131,6 +146,11 @@ void collect_output(pid_t pid, int fds[2], double timeout_seconds, CapturedRun* 
       kill(pid, SIGKILL);
       break;
     }
+    if (stop_when && stop_when()) {
+      r->stopped = true;
+      kill(pid, SIGKILL);
+      break;
+    }
     pollfd p[2];
     nfds_t n = 0;
     int which[2];
@@ -139,21 +159,32 @@ void collect_output(pid_t pid, int fds[2], double timeout_seconds, CapturedRun* 
       p[n] = {fds[i], POLLIN, 0};
       which[n++] = i;
     }
-    const int ready = poll(p, n, static_cast<int>(std::min<long long>(left, 1000)));
+    const int ready =
+        poll(p, n, static_cast<int>(std::min<long long>(left, stop_when ? 100 : 1000)));
     if (ready < 0 && errno != EINTR) break;
     for (nfds_t j = 0; j < n && ready > 0; ++j) {
       if (p[j].revents == 0) continue;
       if (!drain(fds[which[j]], into[which[j]])) close_fd(&fds[which[j]]);
+    }
+    // The child has ended while something it started (a DataLoader worker, a server) still holds
+    // the pipes: what the child wrote is in them already; the rest is not its output (and a worker
+    // that outlives it must not hold the probe until its deadline).
+    if (waitpid(pid, status, WNOHANG) == pid) {
+      *reaped = true;
+      for (int i = 0; i < 2; ++i) {
+        if (fds[i] >= 0) drain(fds[i], into[i]);
+      }
+      break;
     }
   }
   close_fd(&fds[0]);
   close_fd(&fds[1]);
 }
 
-// Reaps the child and records how it ended: its exit code, or 128+N for signal N.
-void wait_for_exit(pid_t pid, CapturedRun* r) {
-  int status = 0;
-  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+// Reaps the child (unless `reaped`) and records how it ended: its exit code, or 128+N for
+// signal N.
+void wait_for_exit(pid_t pid, bool reaped, int status, CapturedRun* r) {
+  while (!reaped && waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
   if (WIFEXITED(status)) {
     r->code = WEXITSTATUS(status);
@@ -167,7 +198,8 @@ void wait_for_exit(pid_t pid, CapturedRun* r) {
 
 CapturedRun run_captured(const std::vector<std::string>& argv, const std::string& cwd,
                          const CapturedRun::Env& env, double timeout_seconds,
-                         const std::optional<Identity>& identity) {
+                         const std::optional<Identity>& identity,
+                         const std::function<bool()>& stop_when) {
   CapturedRun r;
   ChildUser user;
   if (identity) user = {true, identity->uid, identity->gid};
@@ -195,8 +227,10 @@ CapturedRun run_captured(const std::vector<std::string>& argv, const std::string
   }
 
   int fds[2] = {out_pipe[0], err_pipe[0]};
-  collect_output(pid, fds, timeout_seconds, &r);
-  wait_for_exit(pid, &r);
+  int status = 0;
+  bool reaped = false;
+  collect_output(pid, fds, timeout_seconds, stop_when, &r, &status, &reaped);
+  wait_for_exit(pid, reaped, status, &r);
   return r;
 }
 

@@ -3,6 +3,7 @@
 // itself, whose output goes to the terminal and whose stop signals are forwarded.
 #pragma once
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <utility>
@@ -18,6 +19,7 @@ struct CapturedRun {
   int code = -1;           // exit status, or 128+N when it died of signal N; -1: not started
   int signal = 0;          // N when it died of signal N
   bool timed_out = false;  // killed at the deadline
+  bool stopped = false;    // killed because `stop_when` said so
   std::string out, err;
   std::string start_error;  // why it could not be started
 };
@@ -25,9 +27,12 @@ struct CapturedRun {
 // Runs argv (argv[0] a path) in `cwd` with the launcher's environment plus `env` (which wins;
 // within `env`, the last value of a name), as `identity` where one is given (its uid, gid and that
 // group alone, taken before the child enters `cwd`), stdin from /dev/null, stdout and stderr
-// captured. Killed with SIGKILL after `timeout_seconds`.
+// captured (a program that prints without end keeps its first 64 KiB and last 4 MiB, with a
+// line saying what was left out). Killed with SIGKILL after `timeout_seconds`, or as soon as
+// `stop_when` (asked about every 100 ms while it runs) returns true.
 CapturedRun run_captured(const std::vector<std::string>& argv, const std::string& cwd,
                          const CapturedRun::Env& env, double timeout_seconds,
-                         const std::optional<Identity>& identity = std::nullopt);
+                         const std::optional<Identity>& identity = std::nullopt,
+                         const std::function<bool()>& stop_when = {});
 
 }  // namespace dl

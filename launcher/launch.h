@@ -14,6 +14,7 @@
 #include "core/run_as.h"
 #include "core/run_lock.h"
 #include "launcher/plan.h"
+#include "launcher/script_cache.h"
 
 namespace dl {
 
@@ -35,6 +36,10 @@ struct Launch {
   EnvList env;        // variables set for the program (DL_*, torchrun, threads, forwarded)
   // The user the program runs as when it is not dl-launch's own (root on another's workspace).
   std::optional<Identity> run_as;
+  // A program after --: what its probes found (or a cache held), stored under the key for the
+  // next start.
+  std::optional<ScriptProbeRecord> script_probe;
+  std::string script_cache_key;
   // The run directory's lock, held while the program runs (shared: a Launch is copied for probes).
   std::shared_ptr<const RunLock> run_lock;
 };

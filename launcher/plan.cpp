@@ -105,6 +105,7 @@ Choice<int> plan_workers(const Facts& facts, const Request& req, int batch_size,
     }
     return {w, from(req.workers->source)};
   }
+  if (req.measured_workers) return *req.measured_workers;
   if (req.samples && req.samples->value < kSmallDataset) {
     return {0, std::to_string(req.samples->value) + " samples < " + std::to_string(kSmallDataset) +
                    ": loading in the main process is cheaper than starting workers"};
@@ -113,6 +114,7 @@ Choice<int> plan_workers(const Facts& facts, const Request& req, int batch_size,
   Choice<int> c;
   c.value = std::max(1, cores - 2);
   c.reason = usable_cores(cores) + " - 2" + (cores - 2 < 1 ? ", at least 1" : "");
+  if (!req.no_protocol.empty()) c.reason += "; rule of thumb: " + req.no_protocol;
 
   // Never more workers than the host can feed: their memory, their batches in /dev/shm, and the
   // batches an epoch has.
@@ -198,8 +200,7 @@ Choice<int> plan_batch(const Facts& facts, const Request& req, const std::string
   }
   if (search == nullptr) {
     if (req.memory_budget || gpu_of(facts, device) != nullptr) {
-      return {req.batch_size.value,
-              "default; the batch-size search probes dl-train, and " + req.probe_unavailable};
+      return {req.batch_size.value, "default; no batch-size search: " + req.probe_unavailable};
     }
     return {req.batch_size.value,
             "default; the largest batch that fits is searched for on a GPU or with "

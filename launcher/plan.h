@@ -25,8 +25,15 @@ struct Request {
   // The program is dl-train, which measures workers and threads at start (their "auto"): the plan
   // then hands over the cores instead of fixing numbers the user did not give.
   bool trainer_measures = false;
-  // Why the search cannot probe the program (it runs dl-train's probe mode); "" when it can.
+  // Why the search cannot probe the program (dl-train's probe mode, or the probe protocol of a
+  // program after --); "" when it can.
   std::string probe_unavailable = "the program is not dl-train";
+  // The workers the loader probes of a program after -- chose for each process, with the
+  // measurements (script_tuner.h); unset where none ran.
+  std::optional<Choice<int>> measured_workers;
+  // A program after -- that does not speak the probe protocol: why, and how to opt in (its
+  // workers are the rule of thumb).
+  std::string no_protocol;
   Sourced<std::string> precision{"auto"};  // auto | fp32 | fp16 | bf16
   Sourced<std::string> device{"auto"};     // auto | cpu | cuda | cuda:N
   // The CUDA the program was built for ("11.6.2", from the image's CUDA_VERSION); a GPU plan

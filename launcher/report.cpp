@@ -278,6 +278,28 @@ void json_facts(JsonWriter& w, const Facts& f) {
   w.end_object();  // facts
 }
 
+// A program after --: whether it spoke the probe protocol, and its loader probes.
+void json_script_probes(JsonWriter& w, const std::optional<ScriptProbeRecord>& r) {
+  w.key("script_probes");
+  if (!r) {
+    w.null();
+    return;
+  }
+  w.begin_object();
+  w.key("speaks_protocol").value(r->speaks_protocol).key("no_handshake").value(r->no_handshake);
+  w.key("cached").value(r->cached).key("seconds").value(r->seconds);
+  w.key("probed_at").value(r->probed_at);
+  w.key("workers");
+  r->workers_searched ? w.value(r->workers.workers) : w.null();
+  w.key("worker_trials").begin_array();
+  for (const auto& t : r->workers.trials) {
+    w.begin_object().key("workers").value(t.workers);
+    w.key("samples_per_second").value(t.samples_per_second);
+    w.key("host_bytes").value(t.host_bytes).end_object();
+  }
+  w.end_array().end_object();
+}
+
 }  // namespace
 
 std::string render_json(const Launch& l) {
@@ -298,6 +320,7 @@ std::string render_json(const Launch& l) {
   for (const auto& warning : l.plan.warnings) w.value(warning);
   w.end_array().end_object();
   json_search(w, l.plan.batch_search);
+  json_script_probes(w, l.script_probe);
   json_ranks(w, l);
 
   w.key("workspace").value(l.workspace);

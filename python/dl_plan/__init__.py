@@ -81,9 +81,13 @@ def wrap(model):
 
 
 def loader(data_loader):
-    """Returns `data_loader`; in a loader probe, times its batches, answers and ends the script."""
+    """Returns `data_loader`; in a loader probe, times its batches, answers and ends the script;
+    in a step probe, notes its data set's size (and answers at once when the batch asked for is
+    larger than the data set: no batch to step on)."""
     if _probe.PROBE.kind == "loader":
         _probe.PROBE.time_loader(data_loader)
+    elif _probe.PROBE.kind == "step":
+        _probe.PROBE.note_loader(data_loader)
     return data_loader
 
 

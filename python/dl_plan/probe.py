@@ -74,6 +74,7 @@ class _Probe:
         self.kind = env.get("DL_PROBE") or None
         self.answered = False
         self.crash = None  # an uncaught exception (dl_plan's excepthook)
+        self.samples = None  # the step probe's data set size, where dl_plan.loader() saw it
         self.steps_done = 0
         self.step_seconds = 0.0
         self._step_start = None
@@ -94,8 +95,9 @@ class _Probe:
         O_NOFOLLOW: a link planted at that name is refused, not written through."""
         from dl_plan._version import __version__
 
+        torch = sys.modules.get("torch")  # imported by the script before dl_plan, as a rule
         line = json.dumps(dict(dl_probe=PROTOCOL, module="dl_plan", version=__version__,
-                               **record)) + "\n"
+                               torch=getattr(torch, "__version__", None), **record)) + "\n"
         fd = os.open(self.result_path,
                      os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
         try:
@@ -112,6 +114,8 @@ class _Probe:
 
     def answer(self, record):
         self.answered = True
+        if self.kind == "step" and self.samples is not None:
+            record.setdefault("samples", self.samples)
         self.write(dict(event="result", kind=self.kind, **record))
 
     # ---- the loader probe
@@ -167,6 +171,20 @@ class _Probe:
         raise ProbeDone()
 
     # ---- the step probe
+
+    def note_loader(self, loader):
+        try:
+            self.samples = len(loader.dataset)
+            batches = len(loader)
+        except TypeError:  # an IterableDataset has no length
+            return
+        if batches == 0:
+            plan = _plan()
+            self.answer(dict(batch=plan.batch_size, fits=False, out_of_memory=False,
+                             larger_than_data=True, samples=self.samples, peak_bytes=0,
+                             step_seconds=0.0, steps=0, device=plan.device,
+                             precision=plan.precision, error=""))
+            raise ProbeDone()
 
     def step_begins(self):
         self._step_start = time.perf_counter()

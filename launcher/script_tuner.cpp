@@ -1,0 +1,131 @@
+// The order: the batch first (its step probes load data in the main process, so they are cheap
+// to start), then the workers at that batch, since a loader's rate in samples/s depends on the
+// batch it collates. The first probe of either kind is the handshake.
+#include "launcher/script_tuner.h"
+
+#include <spdlog/spdlog.h>
+
+#include <chrono>
+
+#include "core/errors.h"
+#include "core/text.h"
+
+namespace dl {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// The timed part of a loader probe: enough batches for a rate within a few percent.
+constexpr double kLoaderProbeSeconds = 4;
+
+// Thrown out of the batch search's probe callback: the program does not speak the protocol.
+struct NoHandshake {
+  std::string why;
+};
+
+[[noreturn]] void probe_failed(const std::string& failure) {
+  throw UserError(exit_code::kProbeFailed, failure);
+}
+
+}  // namespace
+
+std::string no_protocol_note(const std::string& no_handshake) {
+  return "the program does not speak the probe protocol (" + no_handshake +
+         "); to have it measured, import dl_plan and wrap its DataLoader in dl_plan.loader() "
+         "and its training step in dl_plan.step() (docs/python.md)";
+}
+
+ScriptTuning tune_script(const ScriptTuneRequest& request) {
+  ScriptTuning t;
+  const std::string cache = script_cache_path(request.probe.workspace);
+  std::optional<ScriptProbeRecord> cached;
+  if (request.use_cache) cached = lookup_script_cache(cache, request.cache_key);
+  if (cached && !cached->speaks_protocol) {
+    spdlog::info(
+        "{} does not speak the probe protocol, says the cache {} ({}); --retune asks "
+        "again",
+        request.probe.command[0], cache, cached->probed_at);
+    t.record = *cached;
+    return t;
+  }
+  const bool workers_cached = cached && cached->workers_searched;
+  const auto start = Clock::now();
+  t.record.speaks_protocol = true;
+  t.record.probed_at = utc_now_iso();
+  if (request.tune_workers && workers_cached) {
+    t.record = *cached;
+    spdlog::info("{} workers from the cache {} ({}); --retune measures again",
+                 cached->workers.workers, cache, cached->probed_at);
+  }
+  try {
+    if (request.tune_batch) {
+      TuneRequest batch = request.batch;
+      batch.use_cache = request.use_cache;
+      // The data set's size bounds the search, as it does dl-train's: the module reports it with
+      // each step probe, so the first one (made before the search and not repeated in it) tells.
+      std::optional<ProbeResult> first;
+      const auto step = [&](std::int64_t size) {
+        if (first && first->batch == size) return *first;
+        ScriptProbeOutcome outcome;
+        ProbeResult r = run_step_probe(request.probe, size, &outcome);
+        if (!outcome.handshake) throw NoHandshake{outcome.failure};
+        if (outcome.samples > 0 && batch.search.max_batch == 0) {
+          batch.search.max_batch = outcome.samples;
+        }
+        // Killed before it could answer, at a size that may not fit: a CPU process far over the
+        // RAM is ended by the kernel's out-of-memory killer. The search steps down, as for
+        // dl-train's probes.
+        if (outcome.signal == 9) return r;
+        // An error in the program's step is its own, at every size: no batch to plan with.
+        if (!outcome.failure.empty()) probe_failed(outcome.failure);
+        return r;
+      };
+      batch.probe_fn = step;
+      if (!(batch.use_cache &&
+            lookup_batch_cache(batch_cache_path(request.probe.workspace), batch.key.text()))) {
+        first = step(batch.search.first);
+      }
+      t.batch = tune_batch_size(batch);
+    }
+    if (request.tune_workers && !workers_cached) {
+      const std::int64_t at =
+          t.batch && t.batch->result.batch > 0 ? t.batch->result.batch : request.loader_batch;
+      ScriptProbeSetup setup = request.probe;
+      setup.env.emplace_back("DL_BATCH_SIZE", std::to_string(at));
+      // A few seconds of timed batches a probe, however large the batch (docs/python.md).
+      setup.env.emplace_back("DL_PROBE_SECONDS", format_number(kLoaderProbeSeconds));
+      spdlog::info("worker calibration: loader probes of {} at batch {}, 0 to {} workers",
+                   request.probe.command[0], at, request.max_workers);
+      WorkerSearchOptions options;
+      options.max_workers = request.max_workers;
+      t.record.workers = search_workers(
+          [&](int workers) {
+            ScriptProbeOutcome outcome;
+            const auto t0 = Clock::now();
+            WorkerTrial trial = run_loader_probe(setup, workers, &outcome);
+            if (!outcome.handshake) throw NoHandshake{outcome.failure};
+            if (!outcome.failure.empty()) probe_failed(outcome.failure);
+            spdlog::info("loader probe {} workers: {:.0f} samples/s, {} host memory ({:.1f} s)",
+                         workers, trial.samples_per_second, format_bytes(trial.host_bytes),
+                         std::chrono::duration<double>(Clock::now() - t0).count());
+            return trial;
+          },
+          options);
+      t.record.workers_searched = true;
+      spdlog::info("worker calibration: {} workers ({})", t.record.workers.workers,
+                   t.record.workers.reason);
+    }
+  } catch (const NoHandshake& e) {
+    t.record = ScriptProbeRecord{};
+    t.record.no_handshake = e.why;
+    t.record.probed_at = utc_now_iso();
+    t.batch.reset();
+    spdlog::warn("{}: the rule of thumb applies", no_protocol_note(e.why));
+  }
+  if (!t.record.cached) {
+    t.record.seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  }
+  return t;
+}
+
+}  // namespace dl
