@@ -324,7 +324,10 @@ TEST_F(TrainerBadInput, FreshStartOverAnEarlierRunsCheckpointsIs78AndChangesNoth
   fs::create_directories(dir + "/runs/x");
   write_file(dir + "/runs/x/best.pt", "an earlier run's best");
   const Result r = train(dir, {"--data", dir, "--epochs", "1", "--name", "x"});
-  expect_clean_failure(r, 78, {dir + "/runs/x", "(best.pt)", "--resume", "--name", "--overwrite"});
+  // best.pt alone: nothing --resume could continue from, so the line offers --overwrite.
+  expect_clean_failure(r, 78,
+                       {dir + "/runs/x", "(best.pt)", "no last.pt", "--name", "--overwrite"});
+  EXPECT_FALSE(contains(r.out, "--resume")) << show(r);
   EXPECT_EQ(list_dir(dir + "/runs/x"), std::vector<std::string>{"best.pt"});
   // --overwrite starts over.
   const Result over = train(
