@@ -250,7 +250,11 @@ void tune_user_program(const LaunchOptions& opts, Launch& launch) {
   t.probe.identity = launch.run_as;
   {
     const ActAs owner(launch.run_as);
-    const DirFd probes = DirFd::open(launch.workspace).subdir(".dl").subdir("probes");
+    DirFd probes = DirFd::open(launch.workspace).subdir(".dl").subdir("probes");
+    // Where several dl-launch processes share a workspace (one per node, or one per srun task),
+    // each probes into a folder of its own.
+    const int first = launch.plan.topology.first_rank;
+    if (first != 0) probes = probes.subdir("rank-" + std::to_string(first));
     probes.subdir("run");
     t.probe.probe_dir = probes.path();
   }
