@@ -10,7 +10,9 @@
 #   * ResNet-50 at 224x224: peak memory of fp32 vs fp16 at equal batch (goal: AMP <= 0.55x), and
 #     samples/s at each precision's largest batch;
 #   * dl-train itself on CUDA (fp16, then auto precision with an injected out-of-memory) and the
-#     unit tests, where the C++ ABI lets dl-train link (see below).
+#     unit tests, where the C++ ABI lets dl-train link (see below);
+#   * dl-launch's batch-size search over a user's own script's step probes (dl_plan, the peak
+#     reserved memory per batch, the answer), then that script at the answer with validation.
 #
 # It prints a short table last and writes it to $OUT/gpu_check.md when OUT is set; the results go
 # to bench/RESULTS.md with the GPU named. The measurements come from tests/gpu/gpu_check.cpp
@@ -142,7 +144,7 @@ grep -E "dl-train:|dl::data:" "$logs/configure.log" | sed 's/^-- /  /'
 rows=()
 failed=0
 targets=(dl_gpu_check)
-[ $full -eq 1 ] && targets+=(dl-train dl_train_unit_tests)
+[ $full -eq 1 ] && targets+=(dl-train dl_train_unit_tests dl-launch)
 say "building ${targets[*]}"
 if ! cmake --build "$build" --parallel "$(nproc)" --target "${targets[@]}" >"$logs/build.log" 2>&1; then
   grep -m 20 -E "error|Error|undefined reference" "$logs/build.log"
@@ -249,6 +251,35 @@ PY
     fi
   else
     rows+=("| dl-train over NCCL, 2 ranks | not run | one GPU visible |")
+  fi
+  # A user's own script through dl_plan: dl-launch's batch-size search over its step probes on
+  # CUDA (the peak reserved memory of each trial, the answer), then the script at that batch for
+  # 30 steps and a validation pass: no out-of-memory later.
+  say "== dl-launch's batch-size search over a Python script's step probes"
+  sws="$build/gpu_check_ws/script"
+  rm -rf "$sws" && mkdir -p "$sws" && cp "$root/tests/gpu/step_probe_script.py" "$sws/train.py"
+  if (cd "$sws" && PYTHONPATH="$root/python" "$build/launcher/dl-launch" --workspace . --dry-run \
+    --json --workers 2 -- "$(command -v "$python")" train.py) >"$logs/script-search.json" \
+    2>"$logs/script-search.log"; then
+    cat "$logs/script-search.log"
+    read -r sbatch strials < <("$python" - "$logs/script-search.json" <<'PY'
+import json, sys
+s = json.load(open(sys.argv[1]))["batch_search"]
+trials = ", ".join(f"{t['batch']} -> " + ("OOM" if t["out_of_memory"] else f"{t['peak_bytes'] / 2**30:.1f} GiB")
+                   for t in s["trials"])
+print(s["batch"], f"{len(s['trials'])}_probes:_{trials}".replace(" ", "_"))
+PY
+    )
+    rows+=("| dl-launch search over dl_plan step probes (CUDA) | ok | batch $sbatch; ${strials//_/ } |")
+    if (cd "$sws" && PYTHONPATH="$root/python" DL_BATCH_SIZE="$sbatch" DL_WORKERS=2 \
+      "$python" train.py --steps 30) >"$logs/script-run.log" 2>&1; then
+      rows+=("| the script at batch $sbatch, 30 steps + validation | ok | $(grep -o 'peak reserved [0-9.]* GiB' "$logs/script-run.log") |")
+    else
+      failed=1; rows+=("| the script at batch $sbatch, 30 steps + validation | FAIL | log $logs/script-run.log |")
+    fi
+  else
+    cat "$logs/script-search.log"
+    failed=1; rows+=("| dl-launch search over dl_plan step probes (CUDA) | FAIL | log $logs/script-search.log |")
   fi
   run unit-tests "$build/tests/unit/train/dl_train_unit_tests" --gtest_brief=1
   if grep -q "PASSED" "$logs/unit-tests.log" && ! grep -q "FAILED" "$logs/unit-tests.log"; then
