@@ -1,6 +1,6 @@
 // The order: the batch first (its step probes load data in the main process, so they are cheap
 // to start), then the workers at that batch, since a loader's rate in samples/s depends on the
-// batch it collates. The first probe of either kind is the handshake.
+// batch it collates, and only as many as the step consumes. The first probe is the handshake.
 #include "launcher/script_tuner.h"
 
 #include <spdlog/spdlog.h>
@@ -25,6 +25,32 @@ struct NoHandshake {
 
 [[noreturn]] void probe_failed(const std::string& failure) {
   throw UserError(exit_code::kProbeFailed, failure);
+}
+
+// The samples/s the program's step takes at `batch`: from the search's trial at that size, else
+// from a step probe of its own (which is then the handshake). 0 where the step does not fit.
+double step_rate(const ScriptTuneRequest& request, const std::optional<BatchSearchRecord>& search,
+                 std::int64_t batch) {
+  if (search) {
+    for (const ProbeResult& t : search->result.trials) {
+      if (t.batch == batch && t.error.empty() && !t.out_of_memory && t.step_seconds > 0) {
+        return static_cast<double>(batch) / t.step_seconds;
+      }
+    }
+  }
+  ScriptProbeOutcome outcome;
+  const ProbeResult r = run_step_probe(request.probe, batch, &outcome);
+  if (!outcome.handshake) throw NoHandshake{outcome.failure};
+  if (!outcome.failure.empty()) probe_failed(outcome.failure);
+  if (r.out_of_memory || !r.error.empty() || !(r.step_seconds > 0)) {
+    spdlog::info("step probe at batch {}: no step time (it {}): the loader's best rate decides",
+                 batch, r.out_of_memory ? "ran out of memory" : "timed no step");
+    return 0;
+  }
+  const double rate = static_cast<double>(batch) / r.step_seconds;
+  spdlog::info("step probe at batch {}: {:.3f} s a step, {:.0f} samples/s to feed", batch,
+               r.step_seconds, rate);
+  return rate;
 }
 
 }  // namespace
@@ -98,6 +124,7 @@ ScriptTuning tune_script(const ScriptTuneRequest& request) {
                    request.probe.command[0], at, request.max_workers);
       WorkerSearchOptions options;
       options.max_workers = request.max_workers;
+      options.consumer_rate = step_rate(request, t.batch, at);
       t.record.workers = search_workers(
           [&](int workers) {
             ScriptProbeOutcome outcome;

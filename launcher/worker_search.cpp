@@ -36,9 +36,15 @@ class Calibration {
     return b;
   }
 
-  // The fewest workers measured within tolerance of the best.
+  // The rate an answer must reach: within tolerance of the best, or enough for the step.
+  double bar() const {
+    const double near_best = (1.0 - o_.tolerance) * best();
+    return o_.consumer_rate > 0 ? std::min(near_best, kFeedHeadroom * o_.consumer_rate) : near_best;
+  }
+
+  // The fewest workers measured that reach the bar.
   int answer() const {
-    const double bar = (1.0 - o_.tolerance) * best();
+    const double bar = this->bar();
     for (const auto& [w, rate] : by_count_) {
       if (rate >= bar) return w;
     }
@@ -60,7 +66,7 @@ class Calibration {
     for (const auto& [w, rate] : by_count_) {
       if (rate > by_count_.at(best_count)) best_count = w;
     }
-    const double bar = (1.0 - o_.tolerance) * best();
+    const double bar = this->bar();
     const auto at = by_count_.find(best_count);
     std::optional<int> gap;
     int widest = 1;
@@ -130,8 +136,18 @@ WorkerSearchResult search_workers(const WorkerProbeFn& probe, const WorkerSearch
   r.workers = c.answer();
   char tolerance[16];
   std::snprintf(tolerance, sizeof tolerance, "%g%%", 100 * options.tolerance);
-  r.reason = "measured: " + worker_trials_text(r.trials) + "; the fewest within " + tolerance +
-             " of the best";
+  const double best = c.best();
+  if (options.consumer_rate > 0 &&
+      kFeedHeadroom * options.consumer_rate < (1 - options.tolerance) * best) {
+    char feed[96];
+    std::snprintf(feed, sizeof feed,
+                  "; the fewest that feed the step's %.0f samples/s with %.0f%% to spare",
+                  options.consumer_rate, 100 * (kFeedHeadroom - 1));
+    r.reason = "measured: " + worker_trials_text(r.trials) + feed;
+  } else {
+    r.reason = "measured: " + worker_trials_text(r.trials) + "; the fewest within " + tolerance +
+               " of the best";
+  }
   return r;
 }
 

@@ -1,8 +1,9 @@
 // How many DataLoader workers a program's loader needs: loader probes at a few worker counts, a
 // coarse pass over 0..max then finer steps where the answer can still move, and the fewest
-// workers within a few percent of the best rate measured (more workers cost memory, /dev/shm and
-// start-up time for nothing past that point). A pure function of a probe callback, so it is
-// tested against synthetic rate curves with known answers.
+// workers within a few percent of the best rate measured, or that feed the training step with
+// some to spare where its rate is known (more workers cost memory, /dev/shm, start-up time and,
+// on a small machine, the step's own cores, for nothing past that point). A pure function of a
+// probe callback, so it is tested against synthetic rate curves with known answers.
 #pragma once
 
 #include <cstdint>
@@ -25,7 +26,13 @@ struct WorkerSearchOptions {
   // The answer's rate is within this share of the best measured: small, because measurements
   // are noisy (a few percent) and the two errors add up.
   double tolerance = 0.02;
+  // The samples/s the training step takes (its batch over its step time, from a step probe);
+  // 0: not known. Known, the bar is at most this with kFeedHeadroom to spare: workers past what
+  // the step consumes only take cores from it.
+  double consumer_rate = 0;
 };
+
+constexpr double kFeedHeadroom = 1.15;
 
 struct WorkerSearchResult {
   int workers = 0;

@@ -44,6 +44,7 @@ import dl_plan
 
 MS = float(os.environ.get("TEST_MS", "2"))
 MIB = int(os.environ.get("TEST_MIB", "4"))
+STEP_MS = float(os.environ.get("TEST_STEP_MS", "0"))  # a step's cost a sample, as sleep
 WHAT = os.environ.get("TEST_WHAT", "")
 
 
@@ -69,17 +70,21 @@ def main():
     loader = dl_plan.loader(DataLoader(ds, **plan.dataloader_kwargs(ds)))
     model = torch.nn.Linear(8, 4)
     opt = torch.optim.AdamW(model.parameters())
+    steps = 0
     for x, y in loader:
         with dl_plan.step(), plan.autocast():
             held = torch.ones(x.shape[0], MIB << 18)
             if WHAT.startswith("oom-above-") and x.shape[0] > int(WHAT.split("-")[-1]):
                 torch.empty(1 << 60, dtype=torch.uint8)
+            time.sleep(x.shape[0] * STEP_MS / 1000)
             loss = torch.nn.functional.cross_entropy(model(x), y) + held.sum() * 0
             loss.backward()
             opt.step()
             opt.zero_grad()
             del held
-        break
+        steps += 1
+        if steps == 4:  # enough for a step probe's 3; a real run stops here too
+            break
     print("trained")
 
 
@@ -141,7 +146,9 @@ class ScriptProbe : public ::testing::Test {
 };
 
 TEST_F(ScriptProbe, WorkersWithinFivePercentOfTheSweepCachedAndRetuned) {
-  const Result first = launch({"--dry-run", "--json", "--", kPython, "mytrain.py"});
+  // A step far cheaper than loading: the loader's best rate decides.
+  const Result first =
+      launch({"--dry-run", "--json", "--", kPython, "mytrain.py"}, {{"TEST_MIB", "0"}});
   ASSERT_EQ(first.code, 0) << show(first);
   const JsonValue plan = plan_json(first);
   const JsonValue* probes = plan.find("script_probes");
@@ -177,15 +184,29 @@ TEST_F(ScriptProbe, WorkersWithinFivePercentOfTheSweepCachedAndRetuned) {
 
   // The next start reads the cache: no probe, well under a second.
   const auto t0 = std::chrono::steady_clock::now();
-  const Result again = launch({"--dry-run", "--", kPython, "mytrain.py"});
+  const Result again = launch({"--dry-run", "--", kPython, "mytrain.py"}, {{"TEST_MIB", "0"}});
   const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   ASSERT_EQ(again.code, 0) << show(again);
   EXPECT_THAT(again.err, HasSubstr("workers from the cache"));
   EXPECT_THAT(again.out, HasSubstr("cached, --retune measures again"));
   EXPECT_LT(took, 1.0);
-  const Result retuned = launch({"--dry-run", "--retune", "--", kPython, "mytrain.py"});
+  const Result retuned =
+      launch({"--dry-run", "--retune", "--", kPython, "mytrain.py"}, {{"TEST_MIB", "0"}});
   ASSERT_EQ(retuned.code, 0) << show(retuned);
   EXPECT_THAT(retuned.err, HasSubstr("loader probe 0 workers"));
+}
+
+TEST_F(ScriptProbe, NoMoreWorkersThanTheStepTakes) {
+  // A step of 4 ms a sample (250 samples/s) against loading at 2 ms a sample a core: the main
+  // process alone (about 500 samples/s) feeds it, so 0 workers, whatever more would load.
+  const Result r = launch({"--dry-run", "--json", "--", kPython, "mytrain.py"},
+                          {{"TEST_MIB", "0"}, {"TEST_STEP_MS", "4"}});
+  ASSERT_EQ(r.code, 0) << show(r);
+  EXPECT_THAT(r.err, HasSubstr("step probe at batch 64: "));
+  const JsonValue plan = plan_json(r);  // held: find() points into it
+  const JsonValue* workers = plan.find("plan")->find("workers");
+  EXPECT_EQ(workers->get_i64("value", -1), 0) << r.out;
+  EXPECT_THAT(workers->get_string("reason", ""), HasSubstr("the fewest that feed the step's "));
 }
 
 TEST_F(ScriptProbe, BatchSearchOverTheScriptsOwnStepFindsTheKnownAnswer) {
@@ -222,7 +243,8 @@ TEST_F(ScriptProbe, OutOfMemoryInsideTheStepIsAnAnswerNotAFailure) {
                            kPython, "mytrain.py"},
                           {{"TEST_WHAT", "oom-above-40"}, {"TEST_MIB", "1"}});
   ASSERT_EQ(r.code, 0) << show(r);
-  const JsonValue* search = plan_json(r).find("batch_search");
+  const JsonValue plan = plan_json(r);  // held: find() points into it
+  const JsonValue* search = plan.find("batch_search");
   ASSERT_TRUE(search != nullptr && search->is_object()) << r.out;
   const std::int64_t batch = search->get_i64("batch", 0);
   EXPECT_GE(batch, 32) << r.err;
@@ -258,7 +280,7 @@ TEST_F(ScriptProbe, NoHandshakeWithinItsLimitFallsBackAndIsRemembered) {
   const Result r = launch({"--dry-run", "--", kPython, "other.py"}, {{"DL_PROBE_HANDSHAKE", "2"}});
   const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   ASSERT_EQ(r.code, 0) << show(r);
-  EXPECT_THAT(r.out, HasSubstr("loader probe (0 workers): no handshake within 2 s; log "));
+  EXPECT_THAT(r.out, HasSubstr("step probe (batch 64): no handshake within 2 s; log "));
   EXPECT_LT(took, 20.0);
   const Result again = launch({"--dry-run", "--", kPython, "other.py"});
   ASSERT_EQ(again.code, 0) << show(again);
@@ -273,17 +295,18 @@ TEST_F(ScriptProbe, AHangingOrCrashingProbeStopsTheStartWithOneLine) {
   const Result hung = launch({"--dry-run", "--", kPython, "mytrain.py"},
                              {{"TEST_WHAT", "hang"}, {"DL_PROBE_TIMEOUT", "8"}});
   EXPECT_EQ(hung.code, 81) << show(hung);
-  const std::string log = ws_.string() + "/.dl/probes/loader-0.log";
+  // The first probe is the step's, at the plan's batch (the loader probes would come next).
+  const std::string log = ws_.string() + "/.dl/probes/step-64.log";
   EXPECT_THAT(
       hung.err,
-      HasSubstr("error: loader probe (0 workers): stopped after 8 s without a result; log " + log));
+      HasSubstr("error: step probe (batch 64): stopped after 8 s without a result; log " + log));
   EXPECT_EQ(hung.out, "");  // no plan: the run does not start with a wrong value
   EXPECT_TRUE(fs::exists(log));
 
   const Result crashed =
       launch({"--dry-run", "--", kPython, "mytrain.py"}, {{"TEST_WHAT", "crash"}});
   EXPECT_EQ(crashed.code, 81) << show(crashed);
-  EXPECT_THAT(crashed.err, HasSubstr("loader probe (0 workers): exit status 1, the script failed: "
+  EXPECT_THAT(crashed.err, HasSubstr("step probe (batch 64): exit status 1, the script failed: "
                                      "RuntimeError: the script's own bug; log " +
                                      log));
   EXPECT_THAT(read_file(log), HasSubstr("RuntimeError: the script's own bug"));

@@ -148,6 +148,28 @@ TEST(WorkerSearch, AFailedProbeStopsTheSearchAndIsNamed) {
             "/w/runs/a/probes/loader-4.log");
 }
 
+TEST(WorkerSearch, NoMoreWorkersThanTheStepConsumes) {
+  // Loading scales to 8 workers, but the step takes 350 samples/s: 3 workers (400) feed it with
+  // 15% to spare, where the best rate would have asked for 8.
+  const Curve c = [](int w) { return 100.0 + 100.0 * std::min(w, 8); };
+  Counted counted;
+  WorkerSearchOptions o;
+  o.max_workers = 16;
+  o.consumer_rate = 350;
+  const WorkerSearchResult r = search_workers(probe_of(c, &counted), o);
+  EXPECT_EQ(r.workers, 4) << r.reason;  // 3 -> 400 < 402.5 (350 x 1.15); 4 -> 500 feeds it
+  EXPECT_LE(counted.calls, 5);
+  EXPECT_NE(r.reason.find("the fewest that feed the step's 350 samples/s with 15% to spare"),
+            std::string::npos)
+      << r.reason;
+  // A step faster than any loader: the near-best rule, as without it.
+  Counted fast;
+  o.consumer_rate = 5000;
+  const WorkerSearchResult all = search_workers(probe_of(c, &fast), o);
+  EXPECT_GE(c(all.workers), 0.98 * 900) << all.reason;
+  EXPECT_NE(all.reason.find("within 2% of the best"), std::string::npos) << all.reason;
+}
+
 TEST(WorkerSearch, TheReasonListsEveryMeasurementInOrder) {
   std::vector<WorkerTrial> trials(3);
   trials[0] = {6, 2290.4, 0, ""};
