@@ -39,19 +39,10 @@ const std::string kLaunch = DL_LAUNCH_BIN;
 constexpr seconds kTimeout{300};
 constexpr std::uint64_t MiB = 1ull << 20;
 
-int count(const std::string& haystack, const std::string& needle) {
-  int n = 0;
-  for (auto at = haystack.find(needle); at != std::string::npos;
-       at = haystack.find(needle, at + 1)) {
-    ++n;
-  }
-  return n;
-}
-
 // The probe's one line of JSON; fails the test when stdout is anything else.
 dl::JsonValue probe_json(const Result& r) {
   std::string line = r.out;
-  EXPECT_EQ(count(line, "\n"), 1) << "exactly one line on stdout\n" << show(r);
+  EXPECT_EQ(count_of(line, "\n"), 1) << "exactly one line on stdout\n" << show(r);
   if (!line.empty() && line.back() == '\n') line.pop_back();
   std::string error;
   const auto json = dl::parse_json(line, &error);
@@ -199,7 +190,7 @@ TEST(BatchSearchOnCpu, LargestBatchWithinTheBudgetCachedForTheNextStart) {
   EXPECT_TRUE(search->get_bool("cache_written", false));
   const auto trials = search->find("trials")->items();
   EXPECT_LE(trials.size(), 6u) << "at most 6 probes";
-  EXPECT_EQ(count(first.err, "probe batch "), static_cast<int>(trials.size()))
+  EXPECT_EQ(count_of(first.err, "probe batch "), static_cast<int>(trials.size()))
       << "each trial is logged\n"
       << first.err;
   EXPECT_TRUE(contains(first.out, "batch search")) << first.out;
@@ -267,7 +258,7 @@ TEST(BatchSearchOnCpu, LargestBatchWithinTheBudgetCachedForTheNextStart) {
   const auto before = list_dir(ws.path());
   const Result again = launch({"--dry-run"});
   ASSERT_EQ(again.code, 0) << show(again);
-  EXPECT_EQ(count(again.err, "probe batch "), 0) << show(again);
+  EXPECT_EQ(count_of(again.err, "probe batch "), 0) << show(again);
   EXPECT_TRUE(contains(again.out, "cached in " + cache)) << again.out;
   EXPECT_TRUE(contains(again.out, "no probe ran")) << again.out;
   EXPECT_TRUE(std::regex_search(again.out, std::regex("\n  batch +" + std::to_string(chosen) +
@@ -280,12 +271,12 @@ TEST(BatchSearchOnCpu, LargestBatchWithinTheBudgetCachedForTheNextStart) {
   // start that follows must not probe again); it still creates no run directory.
   const Result retuned = launch({"--dry-run", "--retune"});
   ASSERT_EQ(retuned.code, 0) << show(retuned);
-  EXPECT_GE(count(retuned.err, "probe batch "), 2) << show(retuned);
+  EXPECT_GE(count_of(retuned.err, "probe batch "), 2) << show(retuned);
   EXPECT_TRUE(contains(retuned.out, "stored in " + cache)) << retuned.out;
   EXPECT_EQ(list_dir(ws.path()), before);
   const Result after_dry = launch({"--dry-run"});
   ASSERT_EQ(after_dry.code, 0) << show(after_dry);
-  EXPECT_EQ(count(after_dry.err, "probe batch "), 0) << show(after_dry);
+  EXPECT_EQ(count_of(after_dry.err, "probe batch "), 0) << show(after_dry);
   EXPECT_TRUE(contains(after_dry.out, "no probe ran")) << after_dry.out;
 
   // For the record (the test's output): what was measured.

@@ -92,12 +92,6 @@ if __name__ == "__main__":
     main()
 )";
 
-int count_of(const std::string& text, const std::string& piece) {
-  int n = 0;
-  for (auto at = text.find(piece); at != std::string::npos; at = text.find(piece, at + 1)) ++n;
-  return n;
-}
-
 class ScriptProbe : public ::testing::Test {
  protected:
   void SetUp() override {
