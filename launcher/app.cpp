@@ -198,6 +198,14 @@ double seconds_from_env(const char* name, double fallback) {
   return v;
 }
 
+// The plan again, around what a measurement found (or what the request learnt), keeping the
+// port the first plan settled: rank 0's port is chosen once.
+void replan(Launch& launch, const BatchSearchRecord* search = nullptr) {
+  const Choice<int> port = launch.plan.topology.master_port;
+  launch.plan = make_plan(launch.facts, launch.request, search);
+  launch.plan.topology.master_port = port;
+}
+
 // A program after --, as far as the launcher can tell what its measurements depend on: the
 // command, each file it names (size and modification time, looked at as the workspace's owner),
 // and the batch key's input, precision, device and budget; the cores of one process.
@@ -238,9 +246,7 @@ void tune_user_program(const LaunchOptions& opts, Launch& launch) {
     req.no_protocol =
         is_python_program(launch.command) ? no_protocol_note(*cannot) : "not measured: " + *cannot;
     req.probe_unavailable = req.no_protocol;
-    const Choice<int> port = launch.plan.topology.master_port;
-    launch.plan = make_plan(launch.facts, req);
-    launch.plan.topology.master_port = port;
+    replan(launch);
     return;
   }
   ScriptTuneRequest t;
@@ -296,9 +302,7 @@ void tune_user_program(const LaunchOptions& opts, Launch& launch) {
                                           format_number(std::round(r.seconds * 10) / 10) + " s")};
     }
   }
-  const Choice<int> port = launch.plan.topology.master_port;
-  launch.plan = make_plan(launch.facts, req, tuned.batch ? &*tuned.batch : nullptr);
-  launch.plan.topology.master_port = port;
+  replan(launch, tuned.batch ? &*tuned.batch : nullptr);
 }
 
 void setup_logging() {
@@ -452,14 +456,29 @@ void plan_launch(const LaunchOptions& opts, Launch& launch, bool check_run) {
       launch.request.probe_unavailable = "its probe failed";
       probe_failure = e.what();
     }
-    const Choice<int> port = launch.plan.topology.master_port;
-    launch.plan = make_plan(launch.facts, launch.request, searched ? &*searched : nullptr);
-    launch.plan.topology.master_port = port;
+    replan(launch, searched ? &*searched : nullptr);
     launch.plan.batch_size.reason += note;
     if (probe_failure) launch.plan.warnings.push_back(*probe_failure);
   }
   if (launch.request.ranks.cpu_bind.value == "cores") pin_ranks(launch.plan);
   launch.env = child_environment(launch);
+}
+
+// Whether a measurement of this start is to be kept for the next (a cached answer is kept
+// already).
+bool has_new_measurements(const Launch& launch) {
+  const auto& search = launch.plan.batch_search;
+  return (search && search->cache_written) || (launch.script_probe && !launch.script_probe->cached);
+}
+
+// The searches' answers, kept for the next start with the same model or program, input and
+// device: the batch-size search's and a program's probes.
+void store_measurements(const DirFd& workspace, const Launch& launch) {
+  const auto& search = launch.plan.batch_search;
+  if (search && search->cache_written) store_batch_cache(workspace, search->cache_key, *search);
+  if (launch.script_probe && !launch.script_probe->cached) {
+    store_script_cache(workspace, launch.script_cache_key, *launch.script_probe);
+  }
 }
 
 // What the run leaves in the workspace before the program starts: the run directory (locked: one
@@ -477,14 +496,7 @@ bool write_run_files(Launch& launch) {
   if (launch.plan.topology.first_rank == 0) {
     launch.run_lock = std::make_shared<const RunLock>(RunLock::take(run));
   }
-  // The search's answer is kept for the next start with the same model, input and device.
-  auto& search = launch.plan.batch_search;
-  if (search && search->cache_written) {
-    store_batch_cache(workspace, search->cache_key, *search);
-  }
-  if (launch.script_probe && !launch.script_probe->cached) {
-    store_script_cache(workspace, launch.script_cache_key, *launch.script_probe);
-  }
+  store_measurements(workspace, launch);
   if (launch.run_as) {
     launch.run_as->home = home_for(*launch.run_as, workspace);
     launch.env.emplace_back("HOME", launch.run_as->home);
@@ -500,13 +512,9 @@ bool write_run_files(Launch& launch) {
 // The measurements' answers in the workspace's caches, for a dry run (a real run stores them with
 // the rest of its files).
 void store_search(const Launch& launch) {
+  if (!has_new_measurements(launch)) return;
   const ActAs owner(launch.run_as);
-  const DirFd workspace = DirFd::open(launch.workspace);
-  const auto& search = launch.plan.batch_search;
-  if (search && search->cache_written) store_batch_cache(workspace, search->cache_key, *search);
-  if (launch.script_probe && !launch.script_probe->cached) {
-    store_script_cache(workspace, launch.script_cache_key, *launch.script_probe);
-  }
+  store_measurements(DirFd::open(launch.workspace), launch);
 }
 
 // A start the program refused on its input (64-79: a bad setting, missing or bad data) leaves

@@ -125,19 +125,12 @@ void store_batch_cache(const DirFd& workspace, const std::string& key,
   if (const auto text = read_cache_text(batch_cache_path(workspace.path()))) {
     entries = parse_batch_cache(*text);
   }
-  BatchCacheEntries kept;
-  for (auto& e : entries) {
-    if (e.first != key) kept.push_back(std::move(e));
-  }
   BatchSearchRecord stored = record;
   stored.cached = false;
   stored.cache_written = false;
   stored.cache_file.clear();
-  kept.emplace_back(key, std::move(stored));
-  if (kept.size() > kMaxCacheEntries) {
-    kept.erase(kept.begin(), kept.end() - static_cast<std::ptrdiff_t>(kMaxCacheEntries));
-  }
-  dot.write_file(kCacheFileName, render_batch_cache(kept));
+  dot.write_file(kCacheFileName,
+                 render_batch_cache(with_newest(std::move(entries), key, std::move(stored))));
 }
 
 }  // namespace dl

@@ -54,4 +54,20 @@ void store_batch_cache(const DirFd& workspace, const std::string& key,
 
 constexpr std::size_t kMaxCacheEntries = 32;
 
+// `entries` with `key`'s record replaced by `record`, put last (newest), and only the
+// kMaxCacheEntries newest kept: what both workspace caches store.
+template <typename Record>
+std::vector<std::pair<std::string, Record>> with_newest(
+    std::vector<std::pair<std::string, Record>> entries, const std::string& key, Record record) {
+  std::vector<std::pair<std::string, Record>> kept;
+  for (auto& e : entries) {
+    if (e.first != key) kept.push_back(std::move(e));
+  }
+  kept.emplace_back(key, std::move(record));
+  if (kept.size() > kMaxCacheEntries) {
+    kept.erase(kept.begin(), kept.end() - static_cast<std::ptrdiff_t>(kMaxCacheEntries));
+  }
+  return kept;
+}
+
 }  // namespace dl

@@ -97,19 +97,14 @@ std::optional<ScriptProbeRecord> lookup_script_cache(const std::string& path,
 void store_script_cache(const DirFd& workspace, const std::string& key,
                         const ScriptProbeRecord& record) {
   const DirFd dot = workspace.subdir(".dl");
-  ScriptCacheEntries kept;
+  ScriptCacheEntries entries;
   if (const auto text = read_cache_text(script_cache_path(workspace.path()))) {
-    for (auto& e : parse_script_cache(*text)) {
-      if (e.first != key) kept.push_back(std::move(e));
-    }
+    entries = parse_script_cache(*text);
   }
   ScriptProbeRecord stored = record;
   stored.cached = false;
-  kept.emplace_back(key, std::move(stored));
-  if (kept.size() > kMaxCacheEntries) {
-    kept.erase(kept.begin(), kept.end() - static_cast<std::ptrdiff_t>(kMaxCacheEntries));
-  }
-  dot.write_file(kFileName, render_script_cache(kept));
+  dot.write_file(kFileName,
+                 render_script_cache(with_newest(std::move(entries), key, std::move(stored))));
 }
 
 }  // namespace dl
