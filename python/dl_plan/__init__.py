@@ -3,6 +3,7 @@ it (the data workers, the largest batch that fits). Pure Python over torch.
 
     import dl_plan
     plan = dl_plan.setup()                   # threads, seed, device, process group if several
+                                             # (setup(args): the script's --workers, ... win)
     loader = dl_plan.loader(DataLoader(train_set, **plan.dataloader_kwargs(train_set)))
     model = dl_plan.wrap(model.to(plan.device))  # DistributedDataParallel when several ranks
     scaler = plan.grad_scaler()              # enabled for fp16 only
@@ -11,32 +12,80 @@ it (the data workers, the largest batch that fits). Pure Python over torch.
             ...
 
 Under dl-launch the values are the plan's (DL_* variables, torchrun's RANK family); run alone,
-the script gets the defaults dl-launch would apply. docs/python.md says more.
+the script gets the defaults dl-launch would apply, and the workspace's dl.conf as dl-launch
+reads it (`dl_plan.setting("epochs", 10)` for the script's own settings). docs/python.md says
+more.
 """
 
 import contextlib
 import sys
 
+from dl_plan.config import read_config, typed
+from dl_plan.errors import PlanError
 from dl_plan.loading import dataloader_kwargs, set_epoch
-from dl_plan.plan_env import Plan, PlanError, Setting, read_plan, usable_cores
+from dl_plan.plan_env import GIVEN, Plan, Setting, read_plan, usable_cores
 from dl_plan.precision import autocast, grad_scaler
 from dl_plan import probe as _probe
 from dl_plan._version import __version__
 PROTOCOL = _probe.PROTOCOL
 
-__all__ = ["Plan", "PlanError", "Setting", "autocast", "dataloader_kwargs", "grad_scaler",
-           "is_main", "loader", "plan", "probing", "set_epoch", "setup", "step", "usable_cores",
-           "wrap"]
+__all__ = ["Plan", "PlanError", "Setting", "autocast", "config", "dataloader_kwargs",
+           "grad_scaler", "is_main", "loader", "plan", "probing", "set_epoch", "setting", "setup",
+           "step", "usable_cores", "wrap"]
 
 _plan_cache = None
+_config_cache = None
 
 
-def plan():
-    """The plan, read once from the environment."""
+def _given(args, given):
+    """{name: (value, source)} from an argparse Namespace (its --workers, --batch-size, ... that
+    are not None) and keyword arguments (source "given by the script")."""
+    out = {}
+    for name in GIVEN:
+        value = getattr(args, name, None) if args is not None else None
+        if value is not None:
+            out[name] = (value, "--" + name.replace("_", "-"))
+    for name, value in given.items():
+        if value is not None:
+            out[name] = (value, f"{name} given by the script")
+        elif name not in GIVEN:
+            out[name] = (None, name)  # read_plan names the unknown one
+    return out
+
+
+def plan(args=None, **given):
+    """The plan, read once from the environment and the config file. The first call may give
+    values that win over both: an argparse Namespace whose workers, threads, batch_size, device,
+    precision, seed, data or run_dir are not None (its flags), or those names as keywords. A
+    later call that gives values reads the plan again with them."""
     global _plan_cache
-    if _plan_cache is None:
-        _plan_cache = read_plan()
+    chosen = _given(args, given)
+    if _plan_cache is None or chosen:
+        _plan_cache = read_plan(given=chosen)
     return _plan_cache
+
+
+def config():
+    """The config file (dl_plan.config.Config: `path`, `values`), read once."""
+    global _config_cache
+    if _config_cache is None:
+        _config_cache = read_config()
+    return _config_cache
+
+
+def setting(key, default, given=None):
+    """The script's own setting `key` (dl-launch's spelling: "epochs", "weight-decay"): `given`
+    when not None (its flag), else DL_<KEY>, else the config file's line, else `default`; typed
+    as `default` (int, float, bool, str). A value that is not of that type raises PlanError
+    naming where it came from."""
+    if given is not None:
+        return given
+    import os
+
+    found = config().raw(key, os.environ)
+    if found is None:
+        return default
+    return typed(found[0], found[1], default)
 
 
 def is_main():
@@ -49,13 +98,14 @@ def probing():
     return _probe.PROBE.kind
 
 
-def setup():
-    """Applies the plan to this process and returns it: torch's intra-op threads, the seed, the
-    CUDA device and cuDNN's autotuner, and with several ranks the default process group (c10d:
-    NCCL on CUDA, Gloo on the CPU; torchrun's MASTER_ADDR/MASTER_PORT rendezvous)."""
+def setup(args=None, **given):
+    """Applies the plan (plan(args, **given)) to this process and returns it: torch's intra-op
+    threads, the seed, the CUDA device and cuDNN's autotuner, and with several ranks the default
+    process group (c10d: NCCL on CUDA, Gloo on the CPU; torchrun's MASTER_ADDR/MASTER_PORT
+    rendezvous)."""
     import torch
 
-    p = plan()
+    p = plan(args, **given)
     torch.set_num_threads(p.threads)
     torch.manual_seed(p.seed)
     if p.is_cuda:

@@ -2,20 +2,32 @@
 or, for a script run on its own, the defaults dl-launch would apply (never an error for a missing
 variable). Each value says where it came from.
 
-A malformed variable (DL_WORKERS=many) is the caller's mistake, not something to guess around:
-it raises PlanError naming the variable and what was expected.
+Sources, a later one winning: the config file (dl.conf, dl_plan.config) < DL_* variables < what
+the script was given (its own flags, `dl_plan.setup(args)`) < in a probe, the value dl-launch is
+measuring (a loader probe's DL_WORKERS, a step probe's DL_BATCH_SIZE), so that a script's
+`--workers 2` cannot make a probe measure another count than the one asked for.
+
+A malformed value (DL_WORKERS=many) is the caller's mistake, not something to guess around:
+it raises PlanError naming where it came from and what was expected.
 """
 
 import os
 from dataclasses import dataclass, field
 
+from dl_plan.config import read_config
+from dl_plan.errors import PlanError
+
 PRECISIONS = ("fp32", "fp16", "bf16")
 DEFAULT_BATCH_SIZE = 64  # dl-launch's default where nothing was searched or given
 DEFAULT_SEED = 42
-
-
-class PlanError(ValueError):
-    """A DL_* or torchrun variable that cannot be read; the message names it."""
+# The plan's values a script may be given, their variables and config keys.
+GIVEN = {"workers": "DL_WORKERS", "threads": "DL_THREADS", "batch_size": "DL_BATCH_SIZE",
+         "device": "DL_DEVICE", "precision": "DL_PRECISION", "seed": "DL_SEED",
+         "data": "DL_DATA", "run_dir": "DL_RUN_DIR"}
+CONFIG_KEYS = {"DL_WORKERS": "workers", "DL_THREADS": "threads", "DL_BATCH_SIZE": "batch-size",
+               "DL_DEVICE": "device", "DL_PRECISION": "precision", "DL_SEED": "seed",
+               "DL_DATA": "data"}
+PROBED = {"loader": "DL_WORKERS", "step": "DL_BATCH_SIZE"}
 
 
 @dataclass(frozen=True)
@@ -24,8 +36,35 @@ class Setting:
     source: str  # "DL_WORKERS", "RANK", "default: usable cores - 2, at least 1", ...
 
 
-def _int(env, name, minimum):
-    raw = env.get(name, "")
+class _Sources:
+    """Where a variable's raw value comes from: `get(var)` is (raw, source), ("", None) unset."""
+
+    def __init__(self, env, given=None, config=None):
+        self.env = env
+        self.config = config
+        self.given = {}
+        probed = PROBED.get(env.get("DL_PROBE", ""))
+        for name, (raw, source) in (given or {}).items():
+            if name not in GIVEN:
+                raise PlanError(f"{source}: {name!r} is not a setting of the plan; expected one "
+                                f"of {', '.join(GIVEN)}")
+            if raw is not None and GIVEN[name] != probed:
+                self.given[GIVEN[name]] = (str(raw), source)
+
+    def get(self, var):
+        if var in self.given:
+            return self.given[var]
+        raw = self.env.get(var, "")
+        if raw != "":
+            return raw, var
+        key = CONFIG_KEYS.get(var)
+        if key is not None and self.config is not None and key in self.config.values:
+            return self.config.values[key]
+        return "", None
+
+
+def _int(src, name, minimum):
+    raw, source = src.get(name) if isinstance(src, _Sources) else (src.get(name, ""), name)
     if raw in ("", "auto"):
         return None
     try:
@@ -33,7 +72,7 @@ def _int(env, name, minimum):
     except ValueError:
         value = None
     if value is None or value < minimum:
-        raise PlanError(f"{name}={raw!r}: expected a whole number >= {minimum} or auto")
+        raise PlanError(f"{source}={raw!r}: expected a whole number >= {minimum} or auto")
     return value
 
 
@@ -53,28 +92,28 @@ def _cuda_available():
     return torch.cuda.is_available()
 
 
-def _device(env, local_rank):
-    raw = env.get("DL_DEVICE", "")
+def _device(src, local_rank):
+    raw, source = src.get("DL_DEVICE")
     if raw not in ("", "auto"):
         if not (raw == "cpu" or raw == "cuda" or raw.startswith("cuda:")):
-            raise PlanError(f"DL_DEVICE={raw!r}: expected auto, cpu, cuda or cuda:N")
+            raise PlanError(f"{source}={raw!r}: expected auto, cpu, cuda or cuda:N")
         if raw == "cuda":
             raw = f"cuda:{local_rank}"
-        return Setting(raw, "DL_DEVICE")
+        return Setting(raw, source)
     if _cuda_available():
         return Setting(f"cuda:{local_rank}", "default: CUDA is available, the LOCAL_RANK-th device")
     return Setting("cpu", "default: no CUDA device visible")
 
 
-def _precision(env, device):
-    raw = env.get("DL_PRECISION", "")
+def _precision(src, device):
+    raw, source = src.get("DL_PRECISION")
     if raw not in ("", "auto"):
         if raw not in PRECISIONS:
-            raise PlanError(f"DL_PRECISION={raw!r}: expected auto, fp32, fp16 or bf16")
+            raise PlanError(f"{source}={raw!r}: expected auto, fp32, fp16 or bf16")
         if raw == "fp16" and not device.startswith("cuda"):
             # CPU autocast has bf16 only (PyTorch 1.13), and fp16's loss scaling needs CUDA.
-            return Setting("fp32", "DL_PRECISION=fp16 on the CPU: fp32 (CPU autocast is bf16)")
-        return Setting(raw, "DL_PRECISION")
+            return Setting("fp32", f"{source}=fp16 on the CPU: fp32 (CPU autocast is bf16)")
+        return Setting(raw, source)
     if not device.startswith("cuda"):
         return Setting("fp32", "default: fp32 on the CPU unless asked")
     import torch
@@ -85,18 +124,18 @@ def _precision(env, device):
     return Setting("fp16", f"default: compute capability {major}.x: fp16 with a GradScaler")
 
 
-def _workers(env, cores):
-    given = _int(env, "DL_WORKERS", 0)
+def _workers(src, cores):
+    given = _int(src, "DL_WORKERS", 0)
     if given is not None:
-        return Setting(given, "DL_WORKERS")
+        return Setting(given, src.get("DL_WORKERS")[1])
     # dl-launch's rule of thumb (launcher/plan.cpp) where nothing was measured.
     return Setting(max(1, cores - 2), f"default: {cores} usable cores - 2, at least 1")
 
 
-def _threads(env, cores, workers):
-    given = _int(env, "DL_THREADS", 1)
+def _threads(src, cores, workers):
+    given = _int(src, "DL_THREADS", 1)
     if given is not None:
-        return Setting(given, "DL_THREADS")
+        return Setting(given, src.get("DL_THREADS")[1])
     if workers == 0:
         return Setting(cores, f"default: {cores} usable cores, no workers")
     return Setting(max(1, cores - workers),
@@ -162,9 +201,11 @@ class Plan:
         return grad_scaler(self, **options)
 
 
-def read_plan(env=None):
-    """The plan from `env` (default: os.environ)."""
+def read_plan(env=None, given=None):
+    """The plan from `env` (default: os.environ), the config file it points to, and `given`:
+    {name: (value or None, source)} for what the script was given (None: not given)."""
     env = os.environ if env is None else env
+    src = _Sources(env, given, read_config(env))
     s = {}
     s["rank"] = _rank_setting(env, "RANK", 0, 0)
     s["local_rank"] = _rank_setting(env, "LOCAL_RANK", 0, 0)
@@ -173,16 +214,20 @@ def read_plan(env=None):
     if s["rank"].value >= s["world_size"].value:
         raise PlanError(f"RANK={s['rank'].value} is not below WORLD_SIZE={s['world_size'].value}")
     s["cores"] = usable_cores(env)
-    s["device"] = _device(env, s["local_rank"].value)
-    s["precision"] = _precision(env, s["device"].value)
-    s["workers"] = _workers(env, s["cores"].value)
-    s["threads"] = _threads(env, s["cores"].value, s["workers"].value)
-    batch = _int(env, "DL_BATCH_SIZE", 1)
-    s["batch_size"] = (Setting(batch, "DL_BATCH_SIZE") if batch is not None else
+    s["device"] = _device(src, s["local_rank"].value)
+    s["precision"] = _precision(src, s["device"].value)
+    s["workers"] = _workers(src, s["cores"].value)
+    s["threads"] = _threads(src, s["cores"].value, s["workers"].value)
+    batch = _int(src, "DL_BATCH_SIZE", 1)
+    s["batch_size"] = (Setting(batch, src.get("DL_BATCH_SIZE")[1]) if batch is not None else
                        Setting(DEFAULT_BATCH_SIZE, "default: dl-launch's where nothing was searched"))
-    seed = _int(env, "DL_SEED", 0)
-    s["seed"] = Setting(seed, "DL_SEED") if seed is not None else Setting(DEFAULT_SEED, "default")
-    for key, var in (("run_dir", "DL_RUN_DIR"), ("data", "DL_DATA"), ("workspace", "DL_WORKSPACE")):
-        raw = env.get(var, "")
-        s[key] = Setting(raw, var) if raw else Setting(None, f"default: {var} unset")
+    seed = _int(src, "DL_SEED", 0)
+    s["seed"] = (Setting(seed, src.get("DL_SEED")[1]) if seed is not None
+                 else Setting(DEFAULT_SEED, "default"))
+    for key, var in (("run_dir", "DL_RUN_DIR"), ("data", "DL_DATA")):
+        raw, source = src.get(var)
+        s[key] = Setting(raw, source) if raw else Setting(None, f"default: {var} unset")
+    raw = env.get("DL_WORKSPACE", "")
+    s["workspace"] = (Setting(raw, "DL_WORKSPACE") if raw
+                      else Setting(None, "default: DL_WORKSPACE unset"))
     return Plan(s)

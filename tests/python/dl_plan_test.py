@@ -110,6 +110,103 @@ class PlanTest(unittest.TestCase):
                 self.assertIn(words, str(raised.exception))
 
 
+class ConfigTest(unittest.TestCase):
+    """dl.conf < DL_* < what the script was given < a probe's own value, as dl-launch layers."""
+
+    def setUp(self):
+        self.ws = tempfile.mkdtemp(prefix="dl-plan-conf-")
+        self.addCleanup(shutil.rmtree, self.ws, ignore_errors=True)
+
+    def conf(self, text, name="dl.conf"):
+        path = os.path.join(self.ws, name)
+        with open(path, "w") as f:
+            f.write(text)
+        return path
+
+    def test_the_workspace_dl_conf_then_the_environment_then_the_script(self):
+        path = self.conf("# a comment\nworkers = 3\nbatch-size = 32  # trailing\nepochs = 7\n")
+        env = {"DL_WORKSPACE": self.ws, "DL_CORES": "8"}
+        p = plan_mod.read_plan(env)
+        self.assertEqual((p.workers, p.batch_size, p.threads), (3, 32, 5))
+        self.assertEqual(p.source("workers"), f"{path}:2: workers")
+        self.assertEqual(p.source("batch_size"), f"{path}:3: batch-size")
+        p = plan_mod.read_plan(dict(env, DL_WORKERS="2"))
+        self.assertEqual((p.workers, p.source("workers")), (2, "DL_WORKERS"))
+        p = plan_mod.read_plan(dict(env, DL_WORKERS="2"), {"workers": (0, "--workers")})
+        self.assertEqual((p.workers, p.source("workers"), p.batch_size), (0, "--workers", 32))
+        # Not given (None): the lower layers'.
+        p = plan_mod.read_plan(env, {"workers": (None, "--workers")})
+        self.assertEqual(p.workers, 3)
+
+    def test_a_probe_measures_what_it_asked_for_whatever_the_script_was_given(self):
+        given = {"workers": (5, "--workers"), "batch_size": (16, "--batch-size")}
+        env = {"DL_WORKSPACE": self.ws, "DL_PROBE": "loader", "DL_WORKERS": "2",
+               "DL_BATCH_SIZE": "8"}
+        p = plan_mod.read_plan(env, given)
+        self.assertEqual((p.workers, p.source("workers")), (2, "DL_WORKERS"))
+        self.assertEqual(p.batch_size, 16)  # a loader probe times the script's own batch
+        p = plan_mod.read_plan(dict(env, DL_PROBE="step"), given)
+        self.assertEqual((p.workers, p.batch_size, p.source("batch_size")),
+                         (5, 8, "DL_BATCH_SIZE"))
+
+    def test_dl_config_names_the_file_and_must_be_read(self):
+        other = self.conf("workers = 1\n", "other.conf")
+        self.conf("workers = 3\n")
+        p = plan_mod.read_plan({"DL_WORKSPACE": self.ws, "DL_CONFIG": other})
+        self.assertEqual(p.workers, 1)
+        for env, code, words in (
+                ({"DL_CONFIG": os.path.join(self.ws, "missing.conf")}, 66, "missing.conf"),
+                ({"DL_CONFIG": self.ws}, 66, "not a regular file"),
+                ({"DL_CONFIG": self.conf("workers\n", "bad.conf")}, 65, "bad.conf:1"),
+                ({"DL_CONFIG": self.conf("workers = many\n", "many.conf")}, 64,
+                 "many.conf:1: workers='many'")):
+            with self.subTest(env=env):
+                with self.assertRaises(plan_mod.PlanError) as raised:
+                    plan_mod.read_plan(env)
+                self.assertEqual(raised.exception.code, code)
+                self.assertIn(words, str(raised.exception))
+        # No dl.conf where nobody named one: no settings, no error.
+        os.remove(os.path.join(self.ws, "dl.conf"))
+        self.assertEqual(plan_mod.read_plan({"DL_WORKSPACE": self.ws, "DL_CORES": "4"}).workers, 2)
+
+    def test_the_scripts_own_settings_typed_and_layered(self):
+        self.conf("epochs = 3\nlr = 0.01\nresume = true\nmodel = resnet18\n"
+                  "weight-decay = auto\n")
+        script = textwrap.dedent("""
+            import json, dl_plan
+            print(json.dumps([dl_plan.setting("epochs", 10), dl_plan.setting("lr", 1e-3),
+                              dl_plan.setting("resume", False), dl_plan.setting("model", "cnn"),
+                              dl_plan.setting("weight-decay", 0.05), dl_plan.setting("seed", 1),
+                              dl_plan.setting("epochs", 10, given=2)]))
+        """)
+        run = lambda **env: subprocess.run(  # noqa: E731
+            [sys.executable, "-c", script], env=clean_env(DL_WORKSPACE=self.ws, **env),
+            capture_output=True, text=True, timeout=120)
+        r = run()
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(json.loads(r.stdout), [3, 0.01, True, "resnet18", 0.05, 1, 2])
+        r = run(DL_EPOCHS="5", DL_RESUME="false")
+        self.assertEqual(json.loads(r.stdout)[:3], [5, 0.01, False])
+        r = run(DL_EPOCHS="five")
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("PlanError: DL_EPOCHS='five': expected a whole number or auto", r.stderr)
+
+    def test_an_argparse_namespace_gives_its_flags(self):
+        script = textwrap.dedent("""
+            import argparse, dl_plan
+            p = argparse.ArgumentParser()
+            p.add_argument("--workers", type=int)
+            p.add_argument("--batch-size", type=int)
+            plan = dl_plan.plan(p.parse_args(["--batch-size", "24"]))
+            print(plan.workers, plan.source("workers"), plan.batch_size, plan.source("batch_size"))
+        """)
+        r = subprocess.run([sys.executable, "-c", script],
+                           env=clean_env(DL_WORKSPACE=self.ws, DL_WORKERS="3"),
+                           capture_output=True, text=True, timeout=120)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stdout.split(), ["3", "DL_WORKERS", "24", "--batch-size"])
+
+
 def data_set(n=100):
     return TensorDataset(torch.arange(n, dtype=torch.float32).unsqueeze(1), torch.arange(n))
 
