@@ -99,6 +99,9 @@ def _device(src, local_rank):
             raise PlanError(f"{source}={raw!r}: expected auto, cpu, cuda or cuda:N")
         if raw == "cuda":
             raw = f"cuda:{local_rank}"
+        if raw != "cpu" and not _cuda_available():
+            raise PlanError(f"{source}={raw}: this PyTorch sees no CUDA device; expected cpu or "
+                            "auto", 69)
         return Setting(raw, source)
     if _cuda_available():
         return Setting(f"cuda:{local_rank}", "default: CUDA is available, the LOCAL_RANK-th device")

@@ -3,9 +3,12 @@
 workspace and from another directory, with DL_CONFIG and the workspace's dl.conf.
 
     python3 tests/integration/template_cli_test.py [--python PY] [--template DIR]
-                                                   [--have-torchvision 0|1] [unittest args]
+                                                   [--module-dir DIR] [--have-torchvision 0|1]
+                                                   [unittest args]
 
 --python is the interpreter train.py runs under (CMake passes DL_TEST_PYTHON, /usr/bin/python3);
+--module-dir is the folder holding the companion module dl_plan (the checkout's python/), put on
+PYTHONPATH as docs/python.md tells a user running train.py on its own;
 --have-torchvision is what CMake found it imports (DL_TEST_PYTHON_TORCHVISION): with 0 the test
 says SKIPPED and exits 77, so that a train.py that fails to import torch where the build found it
 fails here instead of reading as a skip. Run by hand without it, the import is tried once.
@@ -27,6 +30,7 @@ import unittest
 HERE = os.path.dirname(os.path.abspath(__file__))
 PYTHON = "/usr/bin/python3"
 TEMPLATE = os.path.normpath(os.path.join(HERE, "..", "..", "workspace_template"))
+MODULE_DIR = os.path.normpath(os.path.join(HERE, "..", "..", "python"))
 # The cheapest run: no loader workers, one thread, one batch per epoch, no progress lines.
 CHEAP = ["--data", "data", "--batch-size", "8", "--workers", "0", "--threads", "1",
          "--limit-batches", "1", "--log-every", "0", "--json"]
@@ -71,6 +75,7 @@ class TrainPyCommandLine(unittest.TestCase):
         """train.py as typed in a shell: `python3 python/train.py ARGS` in the workspace (or
         `python3 SCRIPT ARGS` in cwd), with the caller's DL_* variables only."""
         clean = {k: v for k, v in os.environ.items() if not k.startswith("DL_")}
+        clean["PYTHONPATH"] = MODULE_DIR
         clean.update(env or {})
         return subprocess.run([PYTHON, script] + args, cwd=cwd or self.ws, env=clean,
                               capture_output=True, text=True, timeout=300)
@@ -173,20 +178,154 @@ class TrainPyCommandLine(unittest.TestCase):
                 os.setuid(65534)
             run_as = dict(preexec_fn=nobody)
         clean = {k: v for k, v in os.environ.items() if not k.startswith("DL_")}
-        clean.update(DL_CONFIG=path, HOME=self.root)
+        clean.update(DL_CONFIG=path, HOME=self.root, PYTHONPATH=MODULE_DIR)
         r = subprocess.run([PYTHON, "python/train.py"] + CHEAP, cwd=self.ws, env=clean,
                            capture_output=True, text=True, timeout=300, **run_as)
         self.assertRefused(r, 77, path, "ermission denied")
 
 
+    # -- the companion module -----------------------------------------------------------------
+
+    def test_without_dl_plan_one_line_says_how_to_get_it(self):
+        r = self.run_train(CHEAP, env={"PYTHONPATH": ""})
+        self.assertRefused(r, 69, "dl_plan", "PYTHONPATH", "pip install")
+
+    def test_a_bad_plan_value_names_its_source(self):
+        self.write("dl.conf", "epochs = 3\nworkers = many\n")
+        r = self.run_train(["--data", "data", "--limit-batches", "1", "--json"])
+        self.assertRefused(r, 64, os.path.join(self.ws, "dl.conf") + ":2: workers", "many")
+        self.assertRefused(self.run_train(CHEAP, env={"DL_DEVICE": "cuda:7"}
+                                          if not self.has_cuda() else {"DL_DEVICE": "tpu"}),
+                           69 if not self.has_cuda() else 64, "DL_DEVICE")
+
+    def has_cuda(self):
+        return subprocess.run([PYTHON, "-c", "import torch, sys; "
+                               "sys.exit(0 if torch.cuda.is_available() else 1)"]).returncode == 0
+
+    def test_the_plan_from_dl_conf_alone(self):
+        self.write("dl.conf", "epochs = 1\nbatch-size = 4\nworkers = 0\n")
+        r = self.run_train(["--data", "data", "--limit-batches", "3", "--log-every", "0",
+                            "--json"], env={"DL_CORES": "2"})
+        self.assertEqual(self.epochs_run(r), [1])
+        line = json.loads(r.stdout.splitlines()[0])
+        self.assertEqual((line["batch_size"], line["workers"], line["samples"]), (4, 0, 12))
+        self.assertIn(f"plan: batch_size 4 ({os.path.join(self.ws, 'dl.conf')}:2: batch-size)",
+                      r.stderr)
+        self.assertIn("plan: threads 2 (default: 2 usable cores, no workers)", r.stderr)
+
+    # -- checkpoints: --resume, --overwrite ---------------------------------------------------
+
+    def checkpoint(self, name="last.pt"):
+        r = subprocess.run(
+            [PYTHON, "-c",
+             "import json, sys, torch\n"
+             "c = torch.load(sys.argv[1], map_location='cpu')\n"
+             "steps = {int(s['step']) for s in c['optimizer_state_dict']['state'].values()}\n"
+             "print(json.dumps(dict(epoch=c['epoch'], steps=sorted(steps),"
+             " last_epoch=c['scheduler_state_dict']['last_epoch'],"
+             " keys=sorted(k for k in c['model_state_dict']))))\n",
+             os.path.join(self.ws, "runs", "r", name)],
+            capture_output=True, text=True, timeout=120)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        return json.loads(r.stdout)
+
+    def test_resume_continues_with_the_optimizer_and_schedule(self):
+        run = CHEAP + ["--run-dir", "runs/r", "--limit-batches", "2"]
+        self.assertEqual(self.epochs_run(self.run_train(run + ["--epochs", "2"])), [1, 2])
+        first = self.checkpoint()
+        self.assertEqual((first["epoch"], first["steps"], first["last_epoch"]), (2, [4], 2))
+        with open(os.path.join(self.ws, "runs/r/metrics.csv")) as f:
+            self.assertEqual(len(f.read().splitlines()), 3)
+        # --resume, the flag and the variable dl-launch sets: epochs 3 and 4, steps on from 4.
+        r = self.run_train(run + ["--epochs", "3", "--resume"])
+        self.assertEqual(self.epochs_run(r), [3])
+        self.assertIn("2 epoch(s) done, optimizer step 4", r.stderr)
+        r = self.run_train(run + ["--epochs", "4"], env={"DL_RESUME": "true"})
+        self.assertEqual(self.epochs_run(r), [4])
+        after = self.checkpoint()
+        self.assertEqual((after["epoch"], after["steps"], after["last_epoch"]), (4, [8], 4))
+        with open(os.path.join(self.ws, "runs/r/metrics.csv")) as f:
+            self.assertEqual([l.split(",")[0] for l in f.read().splitlines()[1:]],
+                             ["1", "2", "3", "4"])
+        # Resumed past the epochs asked for: nothing to train, said so, exit 0.
+        r = self.run_train(run + ["--epochs", "4", "--resume"])
+        self.assertEqual(self.epochs_run(r), [])
+        self.assertIn("nothing to train", r.stderr)
+
+    def test_a_fresh_start_over_checkpoints_is_78_and_changes_nothing(self):
+        run = CHEAP + ["--run-dir", "runs/r", "--epochs", "1"]
+        self.assertEqual(self.epochs_run(self.run_train(run)), [1])
+        before = os.stat(os.path.join(self.ws, "runs/r/last.pt")).st_mtime_ns
+        r = self.run_train(run)
+        self.assertRefused(r, 78, os.path.join(self.ws, "runs/r"), "best.pt", "--resume",
+                           "--overwrite")
+        self.assertEqual(os.stat(os.path.join(self.ws, "runs/r/last.pt")).st_mtime_ns, before)
+        self.assertEqual(self.epochs_run(self.run_train(run + ["--overwrite"])), [1])
+        self.assertEqual(self.checkpoint()["steps"], [1])  # started over: one step, not two
+        self.assertRefused(self.run_train(run + ["--overwrite", "--resume"]), 64, "--resume",
+                           "--overwrite")
+
+    def test_resume_without_last_pt_is_66(self):
+        r = self.run_train(CHEAP + ["--run-dir", "runs/none", "--resume"])
+        self.assertRefused(r, 66, os.path.join(self.ws, "runs/none/last.pt"))
+        self.assertFalse(os.path.exists(os.path.join(self.ws, "runs/none")))
+
+    def test_a_corrupt_last_pt_is_one_line(self):
+        os.makedirs(os.path.join(self.ws, "runs/r"))
+        self.write("runs/r/last.pt", "not a checkpoint")
+        self.assertRefused(self.run_train(CHEAP + ["--run-dir", "runs/r", "--resume"]), 65,
+                           "last.pt", "--resume")
+
+    # -- several ranks ------------------------------------------------------------------------
+
+    def test_two_ranks_train_data_parallel_and_rank_0_alone_writes(self):
+        import socket
+
+        with socket.socket() as sock:  # a free port for the rendezvous
+            sock.bind(("127.0.0.1", 0))
+            port = sock.getsockname()[1]
+        args = ["--data", "data", "--batch-size", "8", "--workers", "0", "--threads", "1",
+                "--log-every", "0", "--json", "--epochs", "2", "--run-dir", "runs/r"]
+        clean = {k: v for k, v in os.environ.items() if not k.startswith("DL_")}
+        clean.update(PYTHONPATH=MODULE_DIR, MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port),
+                     WORLD_SIZE="2", LOCAL_WORLD_SIZE="2")
+        procs = [subprocess.Popen([PYTHON, "python/train.py"] + args, cwd=self.ws,
+                                  env=dict(clean, RANK=str(r), LOCAL_RANK=str(r)),
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                 for r in range(2)]
+        outs = [p.communicate(timeout=300) for p in procs]
+        for p, (out, err) in zip(procs, outs):
+            self.assertEqual(p.returncode, 0, err)
+        lines = [json.loads(l) for l in outs[0][0].splitlines()]
+        self.assertEqual([l["epoch"] for l in lines], [1, 2])
+        # 40 samples, 20 a rank: 2 batches of 8 each, 32 samples an epoch over both ranks (one
+        # process would take 5 batches).
+        self.assertEqual([(l["samples"], l["world_size"]) for l in lines], [(32, 2), (32, 2)])
+        self.assertEqual(outs[1][0], "", "rank 1 writes nothing on stdout")
+        self.assertNotIn("epoch 1/2", outs[1][1], "rank 1 logs no epochs")
+        ckpt = self.checkpoint()
+        self.assertEqual((ckpt["epoch"], ckpt["steps"]), (2, [4]))
+        self.assertFalse(any(k.startswith("module.") for k in ckpt["keys"]), ckpt["keys"])
+        with open(os.path.join(self.ws, "runs/r/metrics.csv")) as f:
+            self.assertEqual(len(f.read().splitlines()), 3, "one line an epoch, rank 0's")
+        # Validation is the whole set split over the ranks: 16 samples, accuracy in sixteenths.
+        for l in lines:
+            self.assertAlmostEqual(l["val_acc"] * 16, round(l["val_acc"] * 16), places=6)
+        # One process resumes the two ranks' run.
+        r = self.run_train(CHEAP + ["--run-dir", "runs/r", "--epochs", "3", "--resume"])
+        self.assertEqual(self.epochs_run(r), [3])
+        self.assertEqual(self.checkpoint()["steps"], [5])
+
 def main():
-    global PYTHON, TEMPLATE
+    global PYTHON, TEMPLATE, MODULE_DIR
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], allow_abbrev=False)
     p.add_argument("--python", default=PYTHON)
     p.add_argument("--template", default=TEMPLATE)
+    p.add_argument("--module-dir", default=MODULE_DIR)
     p.add_argument("--have-torchvision", choices=["0", "1"])
     args, rest = p.parse_known_args()
     PYTHON, TEMPLATE = args.python, os.path.abspath(args.template)
+    MODULE_DIR = os.path.abspath(args.module_dir)
     if args.have_torchvision is None:
         found = subprocess.run([PYTHON, "-c", "import torch, torchvision"],
                                capture_output=True).returncode == 0

@@ -1,31 +1,48 @@
 #!/usr/bin/env python3
-"""The tutorial's OptimizedTrainer in PyTorch, taking its settings from dl-launch's plan.
+"""The tutorial's OptimizedTrainer in PyTorch, on dl-launch's plan through the dl_plan module.
 
     dl-launch -- python3 python/train.py           # in the workspace: the plan's workers,
                                                     # threads, batch size, precision, device
-    python3 python/train.py --epochs 1 --run-dir runs/try  # alone: these defaults and flags
+    dl-launch --nproc-per-node 2 -- python3 python/train.py   # data-parallel, one process a rank
+    dl-launch --name x --resume -- python3 python/train.py    # continue run x from its last.pt
+    python3 python/train.py --epochs 1 --run-dir runs/try  # alone: dl-launch's defaults, dl.conf
 
 What it does: a DataLoader (shuffle, num_workers, pin_memory on CUDA, persistent_workers,
-prefetch_factor, drop_last); the small CNN of dl-train (conv1/conv2/fc) for 28x28 data, a
-torchvision ResNet for photos, or a TorchScript file; AdamW (lr 1e-3, weight decay 0.01);
-CosineAnnealingLR over the epochs; cross-entropy; gradient clipping (max norm 1.0), after
-unscaling under fp16; autocast with a GradScaler for fp16 on CUDA, autocast without one for bf16
-(CUDA or CPU); validation every epoch; best.pt and last.pt in the run directory as dicts
-(model_state_dict, optimizer_state_dict, scaler_state_dict, epoch, val_acc), written atomically;
-metrics.csv; a log line per epoch with the share of time spent waiting for data. A stop signal
-(Ctrl-C, docker stop: dl-launch forwards it) ends the epoch early and saves last.pt.
+prefetch_factor, drop_last, a seeded generator) from dl_plan.dataloader_kwargs; the small CNN of
+dl-train (conv1/conv2/fc) for 28x28 data, a torchvision ResNet for photos, or a TorchScript file;
+AdamW (lr 1e-3, weight decay 0.01); CosineAnnealingLR over the epochs; cross-entropy; gradient
+clipping (max norm 1.0), after unscaling under fp16; autocast with a GradScaler for fp16 on CUDA,
+autocast without one for bf16 (CUDA or CPU); validation every epoch; best.pt and last.pt in the
+run directory as dicts (model_state_dict, optimizer_state_dict, scaler_state_dict,
+scheduler_state_dict, epoch, val_acc, best_val_acc), written atomically; metrics.csv; a log line
+per epoch with the share of time spent waiting for data. A stop signal (Ctrl-C, docker stop:
+dl-launch forwards it) ends the epoch early and saves last.pt.
+
+Several ranks (WORLD_SIZE above 1, as dl-launch and torchrun set it): DistributedDataParallel on
+NCCL (CUDA) or Gloo (CPU); each rank trains its DistributedSampler share of every epoch, and
+validates its own share of the validation set (summed over the ranks); rank 0 alone logs and
+writes metrics.csv and the checkpoints, which hold the bare model (no DDP prefix), so a run
+resumes with any number of ranks. The batch size is per rank.
+
+--resume continues from last.pt: weights, optimizer (AdamW's moments and step), GradScaler and
+schedule, from the epoch after the last whole one (a stop mid-epoch saves that epoch's weights
+and resumes at its start). A fresh start in a run directory that holds checkpoints stops (exit
+78) unless --overwrite; --resume without last.pt stops (exit 66).
+
+Measured by dl-launch: the DataLoader goes through dl_plan.loader() and the training step runs in
+dl_plan.step(), so `dl-launch -- python3 python/train.py` measures the workers (loader probes)
+and, on a GPU or with --memory-budget, the largest batch that fits (step probes) for this script.
 
 Data: an MNIST/Fashion-MNIST IDX directory (raw or .gz files) or an ImageFolder tree (train/ and
 val/ of class folders, or class folders with a held-out fraction). Default: the workspace's data/
 when it holds a data set, else Fashion-MNIST ($DL_DEFAULT_DATA, /opt/dl/data/fashion-mnist,
 /usr/share/datasets/fashion-mnist).
 
-Settings, a later source winning: defaults < the config file < DL_* variables (DL_WORKERS,
-DL_THREADS, DL_BATCH_SIZE, DL_PRECISION, DL_DEVICE, DL_RUN_DIR from the plan; DL_EPOCHS, DL_DATA,
-DL_LR, DL_LIMIT_BATCHES, ... as dl-launch forwards them) < flags, spelled out in full (--epochs,
-not --epoch). The config file is $DL_CONFIG (dl-launch passes the one it read; a relative path is
-the working directory's), which must be readable; without it, the workspace's dl.conf
-($DL_WORKSPACE, else the working directory), when there is one.
+Settings, a later source winning: defaults < the config file < DL_* variables < flags, spelled
+out in full (--epochs, not --epoch). The config file is $DL_CONFIG (dl-launch passes the one it
+read; a relative path is the working directory's), which must be readable; without it, the
+workspace's dl.conf ($DL_WORKSPACE, else the working directory), when there is one. dl_plan reads
+them (dl_plan.plan for the plan's values, dl_plan.setting for the rest).
 
 Timing spans match dl-train's (trainer/train/trainer.cpp), so bench/epoch_bench.sh compares like
 with like:
@@ -37,12 +54,10 @@ With --json, one JSON object per epoch goes to stdout (and nothing else does).
 """
 
 import argparse
-import contextlib
 import gzip
 import json
 import os
 import signal
-import stat
 import sys
 import time
 
@@ -55,6 +70,7 @@ from torch.utils.data import DataLoader, Dataset
 
 DEFAULT_DATA_DIRS = ("/opt/dl/data/fashion-mnist", "/usr/share/datasets/fashion-mnist")
 IMAGE_EXTENSIONS = (".jpg", ".jpeg", ".png", ".bmp", ".webp")
+CHECKPOINTS = ("last.pt", "best.pt")
 
 
 def log(msg):
@@ -63,9 +79,18 @@ def log(msg):
 
 def fail(msg, code=64):
     """Bad input: one line naming what was wrong, an exit code as dl-launch's (64 usage,
-    65 bad data, 66 missing), no traceback."""
+    65 bad data, 66 missing, 69 unavailable, 77 not permitted, 78 would overwrite), no
+    traceback."""
     log(f"train.py error: {msg}")
     raise SystemExit(code)
+
+
+try:
+    import dl_plan
+except ImportError as e:
+    fail(f"the companion module dl_plan cannot be imported ({e}); dl-launch puts it on "
+         "PYTHONPATH, the image installs it; alone, from a checkout: PYTHONPATH=<checkout>/python "
+         "or pip install <checkout>/python (docs/python.md)", 69)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -206,10 +231,10 @@ def holds_data_set(d):
 
 
 def resolve_data(cfg):
-    """The `data` setting, else the workspace's data/ when it holds a data set, else the default
-    data set (dl-train's rule, launcher/data_location.h)."""
+    """The `data` setting (made absolute by parse_args), else the workspace's data/ when it holds
+    a data set, else the default data set (dl-train's rule, launcher/data_location.h)."""
     if cfg.data:
-        path = cfg.data if os.path.isabs(cfg.data) else os.path.join(cfg.workspace, cfg.data)
+        path = cfg.data
         if not os.path.exists(path):
             fail(f"data {path}: no such directory", 66)
         return path
@@ -231,7 +256,7 @@ def load_data(cfg):
     if is_idx_dir(path):
         return (path,) + idx_data(path)
     if is_image_folder(path):
-        return (path,) + image_folder_data(path, cfg.image_size, cfg.val_fraction, cfg.seed)
+        return (path,) + image_folder_data(path, cfg.image_size, cfg.val_fraction, cfg.plan.seed)
     fail(f"data {path}: neither MNIST IDX files nor class folders of images", 65)
 
 
@@ -279,15 +304,6 @@ def make_model(name, info, workspace):
 # Trainer
 
 
-def own_process_group(_worker_id):
-    """In each DataLoader worker: a process group of its own, so that the stop signal dl-launch
-    (or the terminal's Ctrl-C) sends to the training's group reaches the main process only. The
-    main process finishes its batch, saves, and ends its workers itself; a worker killed by the
-    signal would instead fail it at any point with a RuntimeError. (Workers still exit when the
-    main process dies: PyTorch's workers watch their parent.)"""
-    os.setpgid(0, 0)
-
-
 class TimedIterator:
     """Wraps a DataLoader iterator; accumulates the seconds spent blocked in __next__."""
 
@@ -306,56 +322,120 @@ class TimedIterator:
             self.wait += time.perf_counter() - t0
 
 
+class Ranks:
+    """The collective calls the trainer makes, as no-ops for one process."""
+
+    def __init__(self, plan, device):
+        self.plan = plan
+        self.device = device
+        self.on = plan.distributed
+        if self.on:
+            import torch.distributed as dist
+
+            self.dist = dist
+
+    def sum(self, *values):
+        """Each value summed over the ranks (floats)."""
+        if not self.on:
+            return values
+        t = torch.tensor(values, dtype=torch.float64, device=self.device)
+        self.dist.all_reduce(t)
+        return tuple(t.tolist())
+
+    def any(self, flag):
+        """True on every rank when it is on one: a stop signal reaches the ranks at different
+        steps, and a rank that left the loop alone would leave the others waiting in DDP's
+        all-reduce."""
+        if not self.on:
+            return bool(flag)
+        t = torch.tensor([1 if flag else 0], dtype=torch.int32, device=self.device)
+        self.dist.all_reduce(t, op=self.dist.ReduceOp.MAX)
+        return bool(t.item())
+
+    def barrier(self):
+        if self.on:
+            self.dist.barrier()
+
+    def end(self):
+        if self.on and self.dist.is_initialized():
+            self.dist.destroy_process_group()
+
+
+def shard(dataset, plan):
+    """Validation's share of this rank: every world_size-th sample from its rank, without the
+    padding DistributedSampler adds, so that the summed counts are the data set's."""
+    return list(range(plan.rank, len(dataset), plan.world_size))
+
+
 class OptimizedTrainer:
     def __init__(self, cfg):
         self.cfg = cfg
+        plan = self.plan = cfg.plan
+        self.main = plan.is_main
         self.stop_signal = 0
-        if cfg.threads > 0:
-            torch.set_num_threads(cfg.threads)
-        torch.manual_seed(cfg.seed)
-        self.device = choose_device(cfg.device)
+        self.device = torch.device(plan.device)
         self.use_cuda = self.device.type == "cuda"
-        if self.use_cuda:
-            torch.backends.cudnn.benchmark = True
-        self.precision = cfg.precision
-        if self.precision == "auto":
-            self.precision = "fp32"
-            if self.use_cuda:
-                self.precision = "bf16" if torch.cuda.is_bf16_supported() else "fp16"
-        if not self.use_cuda and self.precision == "fp16":
-            log("precision fp16: CPU autocast is bf16 only; training in fp32")
-            self.precision = "fp32"
+        self.precision = plan.precision
+        self.ranks = Ranks(plan, self.device)
 
         self.data_dir, self.train_set, self.val_set, self.info = load_data(cfg)
-
-        def loader(ds, shuffle, drop_last):
-            w = cfg.workers
-            return DataLoader(ds, batch_size=cfg.batch_size, shuffle=shuffle, num_workers=w,
-                              pin_memory=self.use_cuda, persistent_workers=w > 0,
-                              # 1.13 accepts only the default (2) without workers
-                              prefetch_factor=cfg.prefetch_factor if w > 0 else 2,
-                              drop_last=drop_last, worker_init_fn=own_process_group)
-
-        self.train_loader = loader(self.train_set, True, True)
-        self.val_loader = loader(self.val_set, False, False)
+        extra = dict(prefetch_factor=cfg.prefetch_factor) if plan.workers > 0 else {}
+        # dl_plan.loader: in a loader probe, dl-launch times this loader and the script ends.
+        self.train_loader = dl_plan.loader(
+            DataLoader(self.train_set, **plan.dataloader_kwargs(self.train_set, **extra)))
+        val_kw = plan.dataloader_kwargs(self.val_set, train=False, **extra)
+        if plan.distributed:
+            val_kw["sampler"] = shard(self.val_set, plan)
+        self.val_loader = DataLoader(self.val_set, **val_kw)
         if len(self.train_loader) == 0:
             fail(f"data {self.data_dir}: {len(self.train_set)} training samples, fewer than one "
-                 f"batch of {cfg.batch_size}", 65)
+                 f"batch of {plan.batch_size} for each of {plan.world_size} rank(s)", 65)
 
-        self.model = make_model(cfg.model, self.info, cfg.workspace).to(self.device)
+        self.net = make_model(cfg.model, self.info, cfg.workspace).to(self.device)
+        self.model = dl_plan.wrap(self.net)  # DistributedDataParallel with several ranks
         self.criterion = nn.CrossEntropyLoss()
-        self.optimizer = torch.optim.AdamW(self.model.parameters(), lr=cfg.lr,
+        self.optimizer = torch.optim.AdamW(self.net.parameters(), lr=cfg.lr,
                                            weight_decay=cfg.weight_decay)
         self.scheduler = torch.optim.lr_scheduler.CosineAnnealingLR(self.optimizer,
                                                                     T_max=cfg.epochs)
-        self.amp_dtype = {"fp16": torch.float16, "bf16": torch.bfloat16}.get(self.precision)
-        # Loss scaling is for fp16's narrow range only; bf16 has fp32's.
-        self.scaler = torch.cuda.amp.GradScaler(enabled=self.precision == "fp16")
+        self.scaler = plan.grad_scaler()  # fp16 only; bf16 has fp32's range
+        self.start_epoch, self.best, self.last_acc = 0, -1.0, 0.0
+        if cfg.resume_from:
+            self._resume(cfg.resume_from)
 
-    def _autocast(self):
-        if self.amp_dtype is None:
-            return contextlib.nullcontext()
-        return torch.autocast(device_type=self.device.type, dtype=self.amp_dtype)
+    def _resume(self, path):
+        """Weights, optimizer, scaler and schedule from last.pt, on every rank (each loads the
+        same file: no broadcast needed). From torch 2.0 with weights_only: a checkpoint is data,
+        never code; 1.13's weights-only unpickler refuses the optimizer's float settings, so
+        there it is torch.load's pickle, in a process that runs as the workspace's owner (under
+        dl-launch too), reading that owner's file."""
+        try:
+            safe = {"weights_only": True} if int(torch.__version__.split(".")[0]) >= 2 else {}
+            ckpt = torch.load(path, map_location=self.device, **safe)
+            self.net.load_state_dict(ckpt["model_state_dict"])
+            self.optimizer.load_state_dict(ckpt["optimizer_state_dict"])
+            if ckpt.get("scaler_state_dict"):
+                self.scaler.load_state_dict(ckpt["scaler_state_dict"])
+            epoch = int(ckpt["epoch"])
+            if ckpt.get("scheduler_state_dict"):
+                self.scheduler.load_state_dict(ckpt["scheduler_state_dict"])
+            else:  # dl-train's checkpoint, or an older one: the schedule by its epoch count
+                for _ in range(epoch):
+                    self.scheduler.step()
+        except Exception as e:  # noqa: B902 - any unreadable checkpoint is one line
+            fail(f"--resume: {path}: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
+                 "; expected a last.pt written by train.py or dl-train for this model", 65)
+        # The schedule spans the epochs asked for now (--epochs may have grown).
+        self.scheduler.T_max = self.cfg.epochs
+        self.start_epoch = epoch
+        self.last_acc = float(ckpt.get("val_acc", 0.0))
+        self.best = float(ckpt.get("best_val_acc", self.last_acc))
+        if self.main:
+            steps = {int(s["step"]) for s in ckpt["optimizer_state_dict"]["state"].values()
+                     if "step" in s}
+            log(f"resumed {path}: {epoch} epoch(s) done, optimizer step "
+                f"{max(steps) if steps else 0}, validation accuracy {100 * self.last_acc:.2f}%; "
+                f"continuing with epoch {epoch + 1} of {self.cfg.epochs}")
 
     def _on_stop(self, signum, _frame):
         first = not self.stop_signal
@@ -364,43 +444,51 @@ class OptimizedTrainer:
             log(f"{signal.Signals(signum).name} received: stopping after this batch, saving "
                 "last.pt")
 
-    def train_epoch(self):
+    def _step(self, images, labels):
+        cfg = self.cfg
+        with self.plan.autocast():
+            logits = self.model(images)
+            loss = self.criterion(logits.float(), labels)
+        self.optimizer.zero_grad(set_to_none=True)
+        # A disabled scaler (bf16, fp32) passes everything through: one step for all.
+        self.scaler.scale(loss).backward()
+        self.scaler.unscale_(self.optimizer)  # clip the true gradients
+        if cfg.clip_norm > 0:
+            nn.utils.clip_grad_norm_(self.net.parameters(), cfg.clip_norm)
+        self.scaler.step(self.optimizer)  # skipped when a gradient is inf/NaN
+        self.scaler.update()
+        return logits, loss
+
+    def train_epoch(self, epoch):
         cfg = self.cfg
         self.model.train()
+        dl_plan.set_epoch(self.train_loader, epoch)  # DistributedSampler: the epoch's shuffle
         t_iter = time.perf_counter()
         it = TimedIterator(iter(self.train_loader))  # dl-train: Loader::start_epoch()
         loader_start = time.perf_counter() - t_iter
         start = time.perf_counter()
         loss_sum, correct, seen = 0.0, 0, 0
+        batches = len(self.train_loader)
         try:
             for index, (images, labels) in enumerate(it):
                 images = images.to(self.device, non_blocking=True)
                 labels = labels.to(self.device, non_blocking=True)
-                with self._autocast():
-                    logits = self.model(images)
-                    loss = self.criterion(logits.float(), labels)
-                self.optimizer.zero_grad(set_to_none=True)
-                if self.scaler.is_enabled():
-                    self.scaler.scale(loss).backward()
-                    self.scaler.unscale_(self.optimizer)  # clip the true gradients
-                    if cfg.clip_norm > 0:
-                        nn.utils.clip_grad_norm_(self.model.parameters(), cfg.clip_norm)
-                    self.scaler.step(self.optimizer)  # skipped when a gradient is inf/NaN
-                    self.scaler.update()
-                else:
-                    loss.backward()
-                    if cfg.clip_norm > 0:
-                        nn.utils.clip_grad_norm_(self.model.parameters(), cfg.clip_norm)
-                    self.optimizer.step()
+                # dl_plan.step: in a step probe, dl-launch measures this step's memory and time.
+                with dl_plan.step():
+                    logits, loss = self._step(images, labels)
                 n = labels.size(0)
                 loss_sum += loss.item() * n
                 correct += (logits.argmax(1) == labels).sum().item()
                 seen += n
-                if cfg.log_every and (index + 1) % cfg.log_every == 0:
-                    log(f"batch {index + 1}/{len(self.train_loader)} loss {loss_sum / seen:.4f} "
+                if self.main and cfg.log_every and (index + 1) % cfg.log_every == 0:
+                    log(f"batch {index + 1}/{batches} loss {loss_sum / seen:.4f} "
                         f"acc {100 * correct / seen:.2f}% "
-                        f"{seen / (time.perf_counter() - start):.0f} samples/s")
-                if (cfg.limit_batches and index + 1 >= cfg.limit_batches) or self.stop_signal:
+                        f"{seen * self.plan.world_size / (time.perf_counter() - start):.0f} "
+                        "samples/s")
+                # Every rank asks at every step (the same number of steps on each: the sampler
+                # splits evenly and drops the rest), so all of them stop at the same one.
+                if self.ranks.any(self.stop_signal) or (
+                        cfg.limit_batches and index + 1 >= cfg.limit_batches):
                     break
         except RuntimeError:
             # A worker that was starting when the stop signal came died of it: expected then.
@@ -409,8 +497,9 @@ class OptimizedTrainer:
         if self.use_cuda:
             torch.cuda.synchronize()
         train_seconds = time.perf_counter() - start
+        loss_sum, correct, seen = self.ranks.sum(loss_sum, correct, seen)
         return dict(train_loss=loss_sum / max(1, seen), train_acc=correct / max(1, seen),
-                    samples=seen, train_seconds=train_seconds, data_wait_seconds=it.wait,
+                    samples=int(seen), train_seconds=train_seconds, data_wait_seconds=it.wait,
                     loader_start_seconds=loader_start, start=start)
 
     @torch.no_grad()
@@ -420,32 +509,45 @@ class OptimizedTrainer:
         for images, labels in self.val_loader:
             images = images.to(self.device, non_blocking=True)
             labels = labels.to(self.device, non_blocking=True)
-            with self._autocast():
-                logits = self.model(images)
+            with self.plan.autocast():
+                logits = self.net(images)  # the bare model: no DDP synchronisation here
             loss_sum += F.cross_entropy(logits.float(), labels, reduction="sum").item()
             correct += (logits.argmax(1) == labels).sum().item()
             seen += labels.size(0)
+        loss_sum, correct, seen = self.ranks.sum(loss_sum, correct, seen)
         return loss_sum / max(1, seen), correct / max(1, seen)
 
     def fit(self):
-        cfg = self.cfg
+        cfg, plan = self.cfg, self.plan
         for s in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
             signal.signal(s, self._on_stop)
-        log(f"train.py: {self.data_dir} ({self.info['what']}): {len(self.train_set)} training, "
-            f"{len(self.val_set)} validation samples; {self.device}, {self.precision}, "
-            f"{torch.get_num_threads()} threads, {cfg.workers} workers, batch {cfg.batch_size}, "
-            f"{cfg.epochs} epochs, torch {torch.__version__}")
-        if not cfg.run_dir:
-            log("no run directory (DL_RUN_DIR is unset): nothing is saved; --run-dir DIR saves")
-        best, last_acc = -1.0, 0.0
-        for epoch in range(cfg.epochs):
+        if self.main:
+            ranks = (f", {plan.world_size} ranks (DDP, {plan.batch_size} a rank)"
+                     if plan.distributed else "")
+            log(f"train.py: {self.data_dir} ({self.info['what']}): {len(self.train_set)} "
+                f"training, {len(self.val_set)} validation samples; {self.device}, "
+                f"{self.precision}, {torch.get_num_threads()} threads, {plan.workers} workers, "
+                f"batch {plan.batch_size}, {cfg.epochs} epochs{ranks}, torch {torch.__version__}")
+            if not cfg.run_dir:
+                log("no run directory (DL_RUN_DIR is unset): nothing is saved; --run-dir DIR "
+                    "saves")
+        try:
+            self._epochs()
+        finally:
+            self.ranks.end()
+
+    def _epochs(self):
+        cfg, plan = self.cfg, self.plan
+        for epoch in range(self.start_epoch, cfg.epochs):
             lr = self.optimizer.param_groups[0]["lr"]
-            t = self.train_epoch()
-            if self.stop_signal:
+            t = self.train_epoch(epoch)
+            if self.ranks.any(self.stop_signal):
+                self.stop_signal = self.stop_signal or signal.SIGTERM  # another rank's signal
                 # The epoch is incomplete: last.pt holds its weights under the last whole epoch.
-                if cfg.run_dir:
-                    self._checkpoint(epoch, last_acc, ("last.pt",))
+                if cfg.run_dir and self.main:
+                    self._checkpoint(epoch, self.last_acc, ("last.pt",))
                     log(f"saved {os.path.join(cfg.run_dir, 'last.pt')}")
+                self.ranks.barrier()  # no rank ends (and has the others stopped) before the save
                 raise SystemExit(128 + self.stop_signal)
             val_loss, val_acc = self.evaluate()
             epoch_seconds = time.perf_counter() - t["start"]
@@ -457,25 +559,31 @@ class OptimizedTrainer:
                      data_wait_seconds=t["data_wait_seconds"],
                      data_wait_percent=100.0 * t["data_wait_seconds"] / t["train_seconds"],
                      loader_start_seconds=t["loader_start_seconds"],
-                     workers=cfg.workers, threads=torch.get_num_threads(),
-                     batch_size=cfg.batch_size, device=str(self.device),
-                     precision=self.precision)
-            if cfg.json:
-                print(json.dumps(m), flush=True)
-            log(f"epoch {m['epoch']}/{cfg.epochs}: train loss {m['train_loss']:.4f} "
-                f"acc {100 * m['train_acc']:.2f}% | val loss {val_loss:.4f} "
-                f"acc {100 * val_acc:.2f}% | train {m['train_seconds']:.2f} s, "
-                f"{m['samples_per_second']:.0f} samples/s, data wait "
-                f"{m['data_wait_seconds']:.2f} s ({m['data_wait_percent']:.1f}%) | "
-                f"epoch {epoch_seconds:.2f} s | lr {lr:.3g}")
-            if cfg.run_dir:
-                self._metrics(m)
-                self._checkpoint(m["epoch"], val_acc,
-                                 ("last.pt",) + (("best.pt",) if val_acc > best else ()))
-            best, last_acc = max(best, val_acc), val_acc
-        if cfg.run_dir:
-            log(f"done: validation accuracy {100 * last_acc:.2f}% (best {100 * best:.2f}%); "
-                f"checkpoints {os.path.join(cfg.run_dir, 'last.pt')} and best.pt")
+                     workers=plan.workers, threads=torch.get_num_threads(),
+                     batch_size=plan.batch_size, world_size=plan.world_size,
+                     device=str(self.device), precision=self.precision)
+            is_best = val_acc > self.best
+            self.best, self.last_acc = max(self.best, val_acc), val_acc
+            if self.main:
+                if cfg.json:
+                    print(json.dumps(m), flush=True)
+                log(f"epoch {m['epoch']}/{cfg.epochs}: train loss {m['train_loss']:.4f} "
+                    f"acc {100 * m['train_acc']:.2f}% | val loss {val_loss:.4f} "
+                    f"acc {100 * val_acc:.2f}% | train {m['train_seconds']:.2f} s, "
+                    f"{m['samples_per_second']:.0f} samples/s, data wait "
+                    f"{m['data_wait_seconds']:.2f} s ({m['data_wait_percent']:.1f}%) | "
+                    f"epoch {epoch_seconds:.2f} s | lr {lr:.3g}")
+                if cfg.run_dir:
+                    self._metrics(m)
+                    # best.pt first: a kill between the two leaves last.pt a whole epoch behind,
+                    # never a best.pt older than the last.pt that claims it.
+                    self._checkpoint(m["epoch"], val_acc,
+                                     (("best.pt",) if is_best else ()) + ("last.pt",))
+        if cfg.run_dir and self.main:
+            log(f"done: validation accuracy {100 * self.last_acc:.2f}% (best "
+                f"{100 * self.best:.2f}%); checkpoints {os.path.join(cfg.run_dir, 'last.pt')} "
+                "and best.pt")
+        self.ranks.barrier()
 
     def _metrics(self, m):
         os.makedirs(self.cfg.run_dir, exist_ok=True)
@@ -491,12 +599,14 @@ class OptimizedTrainer:
                     f"{m['data_wait_seconds']:.3f},{m['data_wait_percent']:.2f},0\n")
 
     def _checkpoint(self, epoch, val_acc, names):
-        """The layout dl-train writes, so either trainer's checkpoints load the same way."""
+        """The layout dl-train writes (and the schedule), so either trainer's checkpoints load
+        the same way; the bare model's weights, whatever the number of ranks."""
         os.makedirs(self.cfg.run_dir, exist_ok=True)
-        ckpt = dict(model_state_dict=self.model.state_dict(),
+        ckpt = dict(model_state_dict=self.net.state_dict(),
                     optimizer_state_dict=self.optimizer.state_dict(),
-                    scaler_state_dict=self.scaler.state_dict(), epoch=epoch,
-                    val_acc=float(val_acc))
+                    scaler_state_dict=self.scaler.state_dict(),
+                    scheduler_state_dict=self.scheduler.state_dict(), epoch=epoch,
+                    val_acc=float(val_acc), best_val_acc=float(max(self.best, 0.0)))
         for name in names:
             # Temporary file, fsync, rename: a crash never leaves half a checkpoint.
             path = os.path.join(self.cfg.run_dir, name)
@@ -508,113 +618,8 @@ class OptimizedTrainer:
             os.replace(tmp, path)
 
 
-def choose_device(asked):
-    if asked == "auto":
-        return torch.device("cuda:0" if torch.cuda.is_available() else "cpu")
-    if asked.startswith("cuda") and not torch.cuda.is_available():
-        fail(f"device {asked}: this PyTorch sees no CUDA device; use --device cpu", 69)
-    try:
-        return torch.device(asked)
-    except RuntimeError:
-        fail(f"device {asked!r}: expected auto, cpu, cuda or cuda:N")
-
-
 # ---------------------------------------------------------------------------------------------
-# Settings: defaults < dl.conf < DL_* environment < command line.
-
-# key: (type, default). Keys are dl.conf's and dl-launch's; DL_<KEY> upper-cased, '-' as '_'.
-SETTINGS = {
-    "data": (str, ""),
-    "model": (str, "auto"),
-    "epochs": (int, 10),
-    "workers": (int, -1),  # -1: auto, dl-launch's rule (usable_cores)
-    "threads": (int, -1),
-    "batch-size": (int, 64),
-    "device": (str, "auto"),
-    "precision": (str, "auto"),
-    "lr": (float, 1e-3),
-    "weight-decay": (float, 0.01),
-    "clip-norm": (float, 1.0),
-    "image-size": (int, 0),
-    "val-fraction": (float, 0.1),
-    "seed": (int, 42),
-    "limit-batches": (int, 0),
-    "log-every": (int, 100),
-}
-
-
-def config_file(env, workspace):
-    """The config file to read, and what named it: $DL_CONFIG, else the workspace's dl.conf
-    (named by nobody: it may be absent)."""
-    if env.get("DL_CONFIG", "") != "":
-        return env["DL_CONFIG"], "DL_CONFIG"
-    return os.path.join(workspace, "dl.conf"), None
-
-
-def read_conf(path, named_by=None):
-    """dl.conf's `key = value` lines ('#' starts a comment); only the keys train.py uses. A file
-    that is not there is no settings when nobody named it; one named (DL_CONFIG) must be read:
-    skipping it would train on other settings than asked. Exit codes as dl-launch's: 66 missing
-    or not a file, 77 not readable, 65 not key = value text."""
-    where = path
-    if named_by:
-        where += f" ({named_by}" + ("" if os.path.isabs(path) else f", from {os.getcwd()}") + ")"
-    expected = "; expected a readable file of key = value lines"
-    try:
-        if not stat.S_ISREG(os.stat(path).st_mode):
-            fail(f"config file {where}: not a regular file{expected}", 66)
-        with open(path, encoding="utf-8") as f:
-            lines = f.read().splitlines()
-    except (FileNotFoundError, NotADirectoryError) as e:
-        if not named_by:
-            return {}
-        fail(f"config file {where}: {e.strerror}{expected}", 66)
-    except PermissionError as e:
-        fail(f"config file {where}: {e.strerror}{expected}", 77)
-    except OSError as e:
-        fail(f"config file {where}: {e.strerror or e}{expected}", 66)
-    except UnicodeDecodeError:
-        fail(f"config file {where}: not UTF-8 text{expected}", 65)
-    values = {}
-    for number, line in enumerate(lines, 1):
-        line = line.split("#", 1)[0].strip()
-        if not line:
-            continue
-        key, eq, value = (s.strip() for s in line.partition("="))
-        if not eq:
-            fail(f"config file {path}:{number}: expected key = value", 65)
-        if key in SETTINGS:
-            values[key] = (value, f"{path}: {key}")
-    return values
-
-
-def _typed(key, value, source):
-    kind, default = SETTINGS[key]
-    if value in ("", "auto") and kind is not str:
-        return default
-    try:
-        return kind(value)
-    except ValueError:
-        what = "a whole number" if kind is int else "a number"
-        fail(f"{source}: expected {what} or auto, got {value!r}")
-
-
-def layered_defaults(env, workspace):
-    """The value of each setting from the defaults, dl.conf and the environment."""
-    raw = read_conf(*config_file(env, workspace))
-    for key in SETTINGS:
-        var = "DL_" + key.upper().replace("-", "_")
-        if env.get(var, "") != "":
-            raw[key] = (env[var], var)
-    return {key: _typed(key, *raw[key]) if key in raw else SETTINGS[key][1] for key in SETTINGS}
-
-
-def usable_cores(env):
-    """DL_CORES from dl-launch (affinity and cgroup quota), else the affinity mask."""
-    try:
-        return max(1, int(env.get("DL_CORES", "")))
-    except ValueError:
-        return max(1, len(os.sched_getaffinity(0)))
+# Settings: defaults < dl.conf < DL_* environment < command line, read by dl_plan.
 
 
 class ArgumentParser(argparse.ArgumentParser):
@@ -625,77 +630,133 @@ class ArgumentParser(argparse.ArgumentParser):
         fail(f"{message}; see --help")
 
 
+def absolute(path, source, workspace):
+    """A path setting made absolute: a config file's is the workspace's (as dl-launch reads
+    it), a flag's or a variable's the working directory's (where it was typed)."""
+    if not path or os.path.isabs(path):
+        return path
+    if source and ":" in source and source.endswith(": data"):  # "<file>:<line>: data"
+        return os.path.join(workspace, path)
+    return os.path.abspath(path)
+
+
 def parse_args(argv=None):
     env = os.environ
     workspace = env.get("DL_WORKSPACE") or os.getcwd()
-    d = layered_defaults(env, workspace)
+    s = dl_plan.setting
     # No abbreviations: `--epoch 3` is an error, not --epochs, and a flag added later cannot
     # change what an abbreviation in someone's script means.
     p = ArgumentParser(description=__doc__.split("\n\n")[0], allow_abbrev=False)
-    p.add_argument("--data", default=d["data"],
-                   help="IDX or ImageFolder directory (default: data/, else Fashion-MNIST)")
-    p.add_argument("--model", default=d["model"],
+    # The plan's values: None leaves them to dl_plan (dl.conf < DL_* < these flags).
+    p.add_argument("--data", help="IDX or ImageFolder directory (default: data/, else "
+                                  "Fashion-MNIST)")
+    p.add_argument("--workers", type=int,
+                   help="DataLoader num_workers (default: the plan's, alone usable cores - 2, "
+                        "at least 1)")
+    p.add_argument("--threads", type=int,
+                   help="torch.set_num_threads (default: the plan's, alone the cores the "
+                        "workers leave)")
+    p.add_argument("--batch-size", type=int, help="per rank (default: the plan's, alone 64)")
+    p.add_argument("--device", help="auto, cpu, cuda or cuda:N (default: the plan's)")
+    p.add_argument("--precision", choices=["auto", "fp32", "fp16", "bf16"])
+    p.add_argument("--seed", type=int)
+    p.add_argument("--run-dir",
+                   help="where metrics.csv and checkpoints go (default: $DL_RUN_DIR; none alone)")
+    # The script's own settings.
+    p.add_argument("--model", default=s("model", "auto"),
                    help="cnn, resnet18, resnet34, resnet50 or a TorchScript .pt (default: cnn "
                         "for small grey images, else resnet18)")
-    p.add_argument("--epochs", type=int, default=d["epochs"])
-    p.add_argument("--workers", type=int, default=d["workers"],
-                   help="DataLoader num_workers (default: usable cores - 2, at least 1)")
-    p.add_argument("--prefetch-factor", type=int, default=2,
+    p.add_argument("--epochs", type=int, default=s("epochs", 10))
+    p.add_argument("--prefetch-factor", type=int, default=s("prefetch-factor", 2),
                    help="batches each worker keeps ready (DataLoader prefetch_factor)")
-    p.add_argument("--threads", type=int, default=d["threads"],
-                   help="torch.set_num_threads; 0 leaves PyTorch's default (default: the cores "
-                        "the workers leave)")
-    p.add_argument("--batch-size", type=int, default=d["batch-size"])
-    p.add_argument("--device", default=d["device"], help="auto, cpu, cuda or cuda:N")
-    p.add_argument("--precision", default=d["precision"],
-                   choices=["auto", "fp32", "fp16", "bf16"])
-    p.add_argument("--run-dir", default=env.get("DL_RUN_DIR") or "",
-                   help="where metrics.csv and checkpoints go (default: $DL_RUN_DIR; none alone)")
-    p.add_argument("--lr", type=float, default=d["lr"])
-    p.add_argument("--weight-decay", type=float, default=d["weight-decay"])
-    p.add_argument("--clip-norm", type=float, default=d["clip-norm"], help="0 for none")
-    p.add_argument("--image-size", type=int, default=d["image-size"],
+    p.add_argument("--lr", type=float, default=s("lr", 1e-3))
+    p.add_argument("--weight-decay", type=float, default=s("weight-decay", 0.01))
+    p.add_argument("--clip-norm", type=float, default=s("clip-norm", 1.0), help="0 for none")
+    p.add_argument("--image-size", type=int, default=s("image-size", 0),
                    help="ImageFolder training size (default 224)")
-    p.add_argument("--val-fraction", type=float, default=d["val-fraction"],
+    p.add_argument("--val-fraction", type=float, default=s("val-fraction", 0.1),
                    help="held out when an ImageFolder has no val/")
-    p.add_argument("--seed", type=int, default=d["seed"])
-    p.add_argument("--limit-batches", type=int, default=d["limit-batches"],
+    p.add_argument("--limit-batches", type=int, default=s("limit-batches", 0),
                    help="train on at most this many batches per epoch, 0 for all")
-    p.add_argument("--log-every", type=int, default=d["log-every"],
+    p.add_argument("--log-every", type=int, default=s("log-every", 100),
                    help="batches between progress lines on stderr, 0 for none")
+    p.add_argument("--resume", action="store_true", default=s("resume", False),
+                   help="continue from the run directory's last.pt")
+    p.add_argument("--overwrite", action="store_true", default=s("overwrite", False),
+                   help="start afresh in a run directory that holds checkpoints, replacing them")
     p.add_argument("--json", action="store_true", help="one JSON object per epoch on stdout")
     cfg = p.parse_args(argv)
-    cfg.workspace = workspace
-    # auto, or run alone: dl-launch's rule, as plan.cpp applies it.
-    cores = usable_cores(env)
-    if cfg.workers == -1:
-        cfg.workers = max(1, cores - 2)
-    if cfg.threads == -1:
-        cfg.threads = max(1, cores - cfg.workers)
-    if cfg.epochs < 1 or cfg.batch_size < 1 or cfg.workers < 0 or cfg.threads < 0:
-        p.error("epochs and batch size must be >= 1, workers and threads >= 0")
+    if cfg.epochs < 1 or (cfg.batch_size is not None and cfg.batch_size < 1):
+        p.error("epochs and batch size must be >= 1")
+    if (cfg.workers is not None and cfg.workers < 0) or (cfg.threads is not None
+                                                         and cfg.threads < 1):
+        p.error("workers must be >= 0 and threads >= 1")
     if cfg.prefetch_factor < 1 or not 0.0 < cfg.val_fraction < 1.0:
         p.error("prefetch factor must be >= 1 and the validation fraction between 0 and 1")
+    if cfg.resume and cfg.overwrite:
+        p.error("--resume continues the run's checkpoints and --overwrite replaces them: give "
+                "one")
+    cfg.workspace = workspace
+    # The plan: dl-launch's (DL_*), else its defaults; threads, seed, device and the process
+    # group applied. Flags win, but not over what a probe measures.
+    cfg.plan = dl_plan.setup(cfg)
+    cfg.data = absolute(cfg.plan.data or "", cfg.plan.source("data"), workspace)
+    cfg.run_dir = absolute(cfg.plan.run_dir or "", cfg.plan.source("run_dir"), workspace)
     return cfg
 
 
-def show_plan(path):
-    """What dl-launch decided and why, from its plan.json (DL_PLAN)."""
+def run_state(cfg):
+    """What this start does with the run directory: the last.pt to resume from, or None. A
+    fresh start does not replace an earlier run's checkpoints (dl-launch's rule; it checks
+    before starting, this is for the script run alone): --resume or --overwrite. A probe trains
+    in dl-launch's scratch directory and neither resumes nor refuses."""
+    if not cfg.run_dir or dl_plan.probing():
+        return None
+    saved = [n for n in CHECKPOINTS if os.path.isfile(os.path.join(cfg.run_dir, n))]
+    last = os.path.join(cfg.run_dir, "last.pt")
+    if cfg.resume:
+        if "last.pt" not in saved:
+            fail(f"--resume: {last} does not exist; expected the last checkpoint of an earlier "
+                 "run in this run directory", 66)
+        return last
+    if saved and not cfg.overwrite:
+        fail(f"run directory {cfg.run_dir} already holds checkpoints ({', '.join(saved)}) of an "
+             "earlier run: continue it with --resume, start it over with --overwrite, or give "
+             "another run directory", 78)
+    return None
+
+
+def show_plan(plan):
+    """What the run trains with and why: dl-launch's reasons from its plan.json (DL_PLAN), else
+    where dl_plan found each value."""
+    reasons = {}
     try:
-        with open(path) as f:
-            plan = json.load(f)["plan"]
-    except (OSError, ValueError, KeyError):
-        return
+        with open(os.environ.get("DL_PLAN", "")) as f:
+            reasons = {k: v["reason"] for k, v in json.load(f)["plan"].items()}
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        pass
     for key in ("device", "precision", "workers", "threads", "batch_size"):
-        if key in plan:
-            log(f"plan: {key} {plan[key]['value']} ({plan[key]['reason']})")
+        log(f"plan: {key} {getattr(plan, key)} ({reasons.get(key) or plan.source(key)})")
 
 
 def main():
-    cfg = parse_args()
-    if os.environ.get("DL_PLAN"):
-        show_plan(os.environ["DL_PLAN"])
-    OptimizedTrainer(cfg).fit()
+    try:
+        cfg = parse_args()
+    except dl_plan.PlanError as e:
+        fail(str(e), e.code)
+    except RuntimeError as e:  # init_process_group: no rendezvous; a device that is not there
+        fail(f"setting up the plan: {str(e).splitlines()[0]}", 69)
+    cfg.resume_from = run_state(cfg)
+    trainer = OptimizedTrainer(cfg)
+    if cfg.plan.is_main:  # once the data and the checkpoint are read: bad input is one line
+        show_plan(cfg.plan)
+    if trainer.start_epoch >= cfg.epochs:
+        if cfg.plan.is_main:
+            log(f"done: {cfg.resume_from} already holds {trainer.start_epoch} of the {cfg.epochs} "
+                "epochs asked for; nothing to train (a larger --epochs continues it)")
+        trainer.ranks.end()
+        return
+    trainer.fit()
 
 
 if __name__ == "__main__":
