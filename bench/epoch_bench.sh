@@ -166,7 +166,7 @@ run_reference() {  # workers rep try: appends one row to $row
   local t0 t1 j0 j1
   j0=$(busy_jiffies) t0=$(now)
   if ! (cd "$dir" && "${timed[@]}" ${timed:+"$dir/time"} \
-        "${clean_env[@]}" "$python" "$reference" --data "$data" --epochs 1 \
+        "${clean_env[@]}" PYTHONPATH="$repo/python" "$python" "$reference" --data "$data" --epochs 1 \
         --batch-size "$batch" --threads "$threads" --workers "$w" --json "${limit[@]}" \
         >"$dir/out.json" 2>"$dir/log"); then
     tail -n 20 "$dir/log" >&2
