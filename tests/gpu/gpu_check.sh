@@ -281,6 +281,47 @@ PY
     cat "$logs/script-search.log"
     failed=1; rows+=("| dl-launch search over dl_plan step probes (CUDA) | FAIL | log $logs/script-search.log |")
   fi
+  # The workspace template's python/train.py, as a user runs it: dl-launch's batch-size search
+  # over its own step probes (ResNet-50 at 224 px, AMP as the plan says) on a JPEG ImageFolder
+  # written here with PIL, then one epoch of 30 batches at the answer with its validation pass:
+  # no out-of-memory later, the peak the run reached.
+  say "== the template's train.py: batch-size search over its step probes, then a run at it"
+  tws="$build/gpu_check_ws/template"
+  rm -rf "$tws" && "$build/launcher/dl-launch" init "$tws" >/dev/null
+  "$python" - "$tws/photos" <<'PY'
+import os, sys
+from PIL import Image
+for c in range(2):
+    d = os.path.join(sys.argv[1], f"class{c}")
+    os.makedirs(d, exist_ok=True)
+    for i in range(4000):
+        Image.new("RGB", (320 + i % 64, 256), (40 + 100 * c, i % 256, 90)).save(f"{d}/{i}.jpg")
+PY
+  targs=(--data photos --model resnet50 --image-size 224 --log-every 10)
+  if (cd "$tws" && "$build/launcher/dl-launch" --workspace . --dry-run --json --workers 4 \
+    -- "$(command -v "$python")" python/train.py "${targs[@]}") >"$logs/template-search.json" \
+    2>"$logs/template-search.log"; then
+    cat "$logs/template-search.log"
+    read -r tbatch ttrials < <("$python" - "$logs/template-search.json" <<'PY'
+import json, sys
+s = json.load(open(sys.argv[1]))["batch_search"]
+trials = ", ".join(f"{t['batch']} -> " + ("OOM" if t["out_of_memory"] else f"{t['peak_bytes'] / 2**30:.1f} GiB")
+                   for t in s["trials"])
+print(s["batch"], f"{len(s['trials'])}_probes:_{trials}".replace(" ", "_"))
+PY
+    )
+    rows+=("| template train.py: search over its step probes (CUDA) | ok | batch $tbatch; ${ttrials//_/ } |")
+    if (cd "$tws" && "$build/launcher/dl-launch" --workspace . --name at-answer --workers 4 \
+      --batch-size "$tbatch" --epochs 1 --limit-batches 30 \
+      -- "$(command -v "$python")" python/train.py "${targs[@]}") >"$logs/template-run.log" 2>&1; then
+      rows+=("| template train.py at batch $tbatch: an epoch (at most 30 batches) + validation | ok | $(grep -o 'epoch 1/1: .*samples/s' "$logs/template-run.log" | head -1) |")
+    else
+      failed=1; rows+=("| template train.py at batch $tbatch: an epoch (at most 30 batches) + validation | FAIL | log $logs/template-run.log |")
+    fi
+  else
+    cat "$logs/template-search.log"
+    failed=1; rows+=("| template train.py: search over its step probes (CUDA) | FAIL | log $logs/template-search.log |")
+  fi
   run unit-tests "$build/tests/unit/train/dl_train_unit_tests" --gtest_brief=1
   if grep -q "PASSED" "$logs/unit-tests.log" && ! grep -q "FAILED" "$logs/unit-tests.log"; then
     rows+=("| dl_train_unit_tests ($torch_version) | ok | $(grep -o '[0-9]* tests\? from [0-9]* test suites\? ran' "$logs/unit-tests.log") |")

@@ -4,7 +4,12 @@
 //     and writes last.pt;
 //   * python/train.py under the real dl-launch takes the plan (workers, threads, batch size,
 //     device, precision, run directory) and the forwarded settings (epochs, data,
-//     limit-batches), trains, and writes checkpoints Python loads as the documented dict.
+//     limit-batches), trains, and writes checkpoints Python loads as the documented dict; it
+//     finds dl_plan through the PYTHONPATH dl-launch sets, nothing exported;
+//   * under --nproc-per-node 2 it trains data-parallel (each rank half of the batches, rank 0
+//     alone writing), --resume continues the run with one process, and a fresh start over its
+//     checkpoints is refused;
+//   * dl-launch measures its workers with loader probes of the template itself.
 // A few dozen batches of a small Fashion-MNIST subset each, so the suite stays under a minute.
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -155,6 +160,65 @@ TEST_F(TemplatePython, TrainPySavesLastPtOnAStopSignal) {
                             "assert c['epoch'] == 0 and c['optimizer_state_dict']['state'], c\n",
                             ws / "runs/stop/last.pt"});
   EXPECT_EQ(check.code, 0) << show(check);
+}
+
+// The optimizer's step count in a checkpoint (every parameter's, which must agree).
+std::string optimizer_steps(const std::string& checkpoint) {
+  const Result r = run({kPython, "-c",
+                        "import sys, torch\n"
+                        "c = torch.load(sys.argv[1], map_location='cpu')\n"
+                        "steps = {int(s['step']) for s in c['optimizer_state_dict']['state']."
+                        "values()}\n"
+                        "assert not any(k.startswith('module.') for k in c['model_state_dict'])\n"
+                        "print('epoch', c['epoch'], 'steps', sorted(steps))\n",
+                        checkpoint});
+  return r.code == 0 ? r.out : show(r);
+}
+
+TEST_F(TemplatePython, TrainPyTrainsDataParallelOnTwoRanksAndResumesOnOne) {
+  // 2048 samples, batch 32: 64 batches for one process, 32 for each of two ranks.
+  Process two({kLaunch, "--workspace", ws.path(), "--name", "ddp", "--nproc-per-node", "2",
+               "--workers", "0", "--batch-size", "32", "--epochs", "1", "--data", data(),
+               "--log-every", "0", "--", kPython, "python/train.py", "--json"});
+  const Result r = two.wait(kRunTimeout);
+  ASSERT_EQ(r.code, 0) << show(r);
+  const std::string run_dir = ws / "runs/ddp";
+  EXPECT_TRUE(contains(r.err, "2 ranks (DDP, 32 a rank)")) << show(r);
+  // One epoch line, rank 0's: 32 steps a rank, 2 x 32 x 32 samples.
+  EXPECT_TRUE(contains(r.out, "\"samples\": 2048")) << show(r);
+  EXPECT_TRUE(contains(r.out, "\"world_size\": 2")) << show(r);
+  EXPECT_EQ(read_csv(run_dir + "/metrics.csv").rows.size(), 1u);
+  EXPECT_TRUE(contains(optimizer_steps(run_dir + "/last.pt"), "epoch 1 steps [32]"))
+      << optimizer_steps(run_dir + "/last.pt");
+  // Rank 1 trained (its log exists) and wrote no epoch line.
+  const std::string rank1 = read_file(run_dir + "/rank-1.log");
+  EXPECT_FALSE(contains(rank1, "epoch 1/1")) << rank1;
+
+  Process again({kLaunch, "--workspace", ws.path(), "--name", "ddp", "--workers", "0",
+                 "--batch-size", "32", "--epochs", "2", "--limit-batches", "10", "--data",
+                 data(), "--log-every", "0", "--resume", "--", kPython, "python/train.py"});
+  const Result resumed = again.wait(kRunTimeout);
+  ASSERT_EQ(resumed.code, 0) << show(resumed);
+  EXPECT_TRUE(contains(resumed.err, "1 epoch(s) done, optimizer step 32")) << show(resumed);
+  EXPECT_TRUE(contains(optimizer_steps(run_dir + "/last.pt"), "epoch 2 steps [42]"))
+      << optimizer_steps(run_dir + "/last.pt");
+  EXPECT_EQ(read_csv(run_dir + "/metrics.csv").rows.size(), 2u);
+
+  const Result fresh = run({kLaunch, "--workspace", ws.path(), "--name", "ddp", "--workers", "0",
+                            "--data", data(), "--", kPython, "python/train.py"});
+  EXPECT_EQ(fresh.code, 78) << show(fresh);
+  EXPECT_TRUE(contains(fresh.err, "--resume")) << show(fresh);
+}
+
+TEST_F(TemplatePython, DlLaunchMeasuresTheTemplatesWorkers) {
+  const Result r = run({kLaunch, "--workspace", ws.path(), "--dry-run", "--json", "--data",
+                        data(), "--", kPython, "python/train.py"});
+  ASSERT_EQ(r.code, 0) << show(r);
+  // Loader probes of train.py itself answered: the plan's workers are measured, not guessed.
+  EXPECT_TRUE(contains(r.out, "\"worker_trials\"")) << show(r);
+  EXPECT_TRUE(contains(r.out, "measured: 0 -> ")) << show(r);
+  EXPECT_TRUE(contains(r.err, "loader probe 0 workers")) << show(r);
+  EXPECT_FALSE(contains(r.err, "does not speak the probe protocol")) << show(r);
 }
 
 TEST_F(TemplatePython, TrainPyNamesBadInputInOneLine) {
