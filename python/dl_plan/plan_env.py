@@ -222,8 +222,9 @@ def read_plan(env=None, given=None):
     s["workers"] = _workers(src, s["cores"].value)
     s["threads"] = _threads(src, s["cores"].value, s["workers"].value)
     batch = _int(src, "DL_BATCH_SIZE", 1)
-    s["batch_size"] = (Setting(batch, src.get("DL_BATCH_SIZE")[1]) if batch is not None else
-                       Setting(DEFAULT_BATCH_SIZE, "default: dl-launch's where nothing was searched"))
+    s["batch_size"] = (
+        Setting(batch, src.get("DL_BATCH_SIZE")[1]) if batch is not None
+        else Setting(DEFAULT_BATCH_SIZE, "default: dl-launch's where nothing was searched"))
     seed = _int(src, "DL_SEED", 0)
     s["seed"] = (Setting(seed, src.get("DL_SEED")[1]) if seed is not None
                  else Setting(DEFAULT_SEED, "default"))
