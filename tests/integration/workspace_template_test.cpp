@@ -178,8 +178,8 @@ std::string optimizer_steps(const std::string& checkpoint) {
 TEST_F(TemplatePython, TrainPyTrainsDataParallelOnTwoRanksAndResumesOnOne) {
   // 2048 samples, batch 32: 64 batches for one process, 32 for each of two ranks.
   Process two({kLaunch, "--workspace", ws.path(), "--name", "ddp", "--nproc-per-node", "2",
-               "--workers", "0", "--batch-size", "32", "--epochs", "1", "--data", data(),
-               "--log-every", "0", "--", kPython, "python/train.py", "--json"});
+               "--workers", "0", "--batch-size", "32", "--epochs", "1", "--data", data(), "--",
+               kPython, "python/train.py", "--json", "--log-every", "0"});
   const Result r = two.wait(kRunTimeout);
   ASSERT_EQ(r.code, 0) << show(r);
   const std::string run_dir = ws / "runs/ddp";
@@ -196,7 +196,7 @@ TEST_F(TemplatePython, TrainPyTrainsDataParallelOnTwoRanksAndResumesOnOne) {
 
   Process again({kLaunch, "--workspace", ws.path(), "--name", "ddp", "--workers", "0",
                  "--batch-size", "32", "--epochs", "2", "--limit-batches", "10", "--data",
-                 data(), "--log-every", "0", "--resume", "--", kPython, "python/train.py"});
+                 data(), "--resume", "--", kPython, "python/train.py", "--log-every", "0"});
   const Result resumed = again.wait(kRunTimeout);
   ASSERT_EQ(resumed.code, 0) << show(resumed);
   EXPECT_TRUE(contains(resumed.err, "1 epoch(s) done, optimizer step 32")) << show(resumed);

@@ -433,9 +433,11 @@ class OptimizedTrainer:
         if self.main:
             steps = {int(s["step"]) for s in ckpt["optimizer_state_dict"]["state"].values()
                      if "step" in s}
+            then = (f"continuing with epoch {epoch + 1} of {self.cfg.epochs}"
+                    if epoch < self.cfg.epochs else "no epoch left to train")
             log(f"resumed {path}: {epoch} epoch(s) done, optimizer step "
                 f"{max(steps) if steps else 0}, validation accuracy {100 * self.last_acc:.2f}%; "
-                f"continuing with epoch {epoch + 1} of {self.cfg.epochs}")
+                f"{then}")
 
     def _on_stop(self, signum, _frame):
         first = not self.stop_signal
@@ -732,7 +734,8 @@ def show_plan(plan):
     reasons = {}
     try:
         with open(os.environ.get("DL_PLAN", "")) as f:
-            reasons = {k: v["reason"] for k, v in json.load(f)["plan"].items()}
+            reasons = {k: v.get("reason") for k, v in json.load(f)["plan"].items()
+                       if isinstance(v, dict)}
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         pass
     for key in ("device", "precision", "workers", "threads", "batch_size"):
