@@ -94,4 +94,11 @@ std::string self_directory() {
   return path.substr(0, path.rfind('/'));
 }
 
+std::string companion_directory(const std::string& self_dir) {
+  const std::string dir = self_dir + "/../python";
+  if (!is_file(dir + "/dl_plan/__init__.py")) return {};
+  char resolved[PATH_MAX];
+  return realpath(dir.c_str(), resolved) != nullptr ? resolved : std::string{};
+}
+
 }  // namespace dl

@@ -19,4 +19,12 @@ std::vector<std::string> trainer_command(const std::string& trainer, const std::
 // Directory holding the running executable.
 std::string self_directory();
 
+// The companion Python module dl_plan's folder for a program after "--": `self_dir`/../python
+// (PREFIX/bin -> PREFIX/python when installed; build/<preset>/launcher -> build/<preset>/python,
+// the build tree's link to the source tree's python/), as a realpath, when it holds
+// dl_plan/__init__.py as a regular file; "" when it does not. It goes first on the program's
+// PYTHONPATH so that `import dl_plan` works without the user exporting anything, and finds the
+// dl_plan that speaks this dl-launch's probe protocol rather than another installed one.
+std::string companion_directory(const std::string& self_dir);
+
 }  // namespace dl
