@@ -323,6 +323,7 @@ Launch resolve_launch(LaunchOptions& opts, std::optional<std::string>* missing_t
   const bool default_program = opts.command.empty();
   if (!default_program) {
     launch.command = resolve_command(opts.command);
+    launch.companion_dir = companion_directory(self_directory());
   } else {
     try {
       launch.command = trainer_command(opts.trainer, self_directory());

@@ -29,6 +29,7 @@ struct Launch {
   std::string run_name;
   std::string run_dir;               // absolute: <workspace>/runs/<name>
   std::vector<std::string> command;  // argv; argv[0] absolute
+  std::string companion_dir;         // dl_plan's folder, put on PYTHONPATH for a command after --
   // Every setting given, with its value and where it came from ("--epochs", "DL_EPOCHS",
   // "<file>:3: epochs"): plan.json and --json show them.
   std::vector<std::pair<std::string, Sourced<std::string>>> settings;
@@ -47,7 +48,8 @@ struct Launch {
 // The variables the process `index` of those started here (plan.ranks[index]) gets on top of the
 // launcher's own environment: the plan, its rank's device and share of the cores, and torchrun's
 // contract from the plan's topology (which kept a scheduler's values). `lookup` reads the
-// launcher's environment: OMP_NUM_THREADS/MKL_NUM_THREADS set by the user are kept.
+// launcher's environment: OMP_NUM_THREADS/MKL_NUM_THREADS set by the user are kept, and a
+// companion_dir goes in front of the user's PYTHONPATH.
 EnvList rank_environment(const Launch& launch, std::size_t index, const EnvLookup& lookup = {});
 
 // The first process's (the only one's, for one process).

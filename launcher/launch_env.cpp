@@ -58,6 +58,13 @@ EnvList rank_environment(const Launch& launch, std::size_t index, const EnvLooku
   env.emplace_back("GROUP_RANK", std::to_string(t.node_rank.value));
   env.emplace_back("MASTER_ADDR", t.master_addr.value);
   env.emplace_back("MASTER_PORT", std::to_string(t.master_port.value));
+  // A program after -- imports dl_plan from beside this dl-launch first: the module it finds
+  // then speaks this launcher's probe protocol, whatever else the user's PYTHONPATH holds.
+  if (!launch.companion_dir.empty()) {
+    const auto user = get("PYTHONPATH");
+    env.emplace_back("PYTHONPATH", user && !user->empty() ? launch.companion_dir + ":" + *user
+                                                          : launch.companion_dir);
+  }
   env.insert(env.end(), launch.forwarded.begin(), launch.forwarded.end());
   return env;
 }

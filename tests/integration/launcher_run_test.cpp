@@ -148,6 +148,18 @@ TEST_F(LauncherRun, PlanJsonIsValidJson) {
   EXPECT_EQ(check.code, 0) << check.err << read_file(plan_path);
 }
 
+// `dl-launch -- python3 train.py` finds dl_plan from the build tree (its link to the sources'
+// python/) ahead of whatever the user's PYTHONPATH holds.
+TEST_F(LauncherRun, AProgramAfterDashesGetsTheCompanionFirstOnPythonPath) {
+  const std::string out = scratch / "env";
+  const Result r = run(launch({"--workspace", ws.path(), "--", kChild, "env", out}),
+                       {{"PYTHONPATH", "/elsewhere"}}, kSchedulerVars);
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto env = read_env_file(out);
+  ASSERT_TRUE(env.count("PYTHONPATH")) << "no PYTHONPATH for the child";
+  EXPECT_EQ(env.at("PYTHONPATH"), real_path(DL_PYTHON_SOURCE) + ":/elsewhere");
+}
+
 // Under Slurm or a PyTorchJob the scheduler's ranks and the user's thread count must survive.
 TEST_F(LauncherRun, PresetSchedulerAndThreadVariablesAreKept) {
   const std::string out = scratch / "env";

@@ -81,6 +81,34 @@ TEST(LaunchEnv, UserThreadSettingsAreKept) {
   EXPECT_EQ(env.at("MKL_NUM_THREADS"), "2");
 }
 
+// A program after -- finds the dl_plan beside this dl-launch before any other.
+TEST(LaunchEnv, CompanionGoesFirstOnPythonPath) {
+  Launch l = sample_launch();
+  l.companion_dir = "/opt/dl/python";
+  const auto alone =
+      as_map(child_environment(l, [](const char*) { return std::optional<std::string>{}; }));
+  EXPECT_EQ(alone.at("PYTHONPATH"), "/opt/dl/python");
+  const auto users = as_map(child_environment(l, [](const char* name) {
+    return std::string(name) == "PYTHONPATH" ? std::optional<std::string>("/a:/b")
+                                             : std::optional<std::string>{};
+  }));
+  EXPECT_EQ(users.at("PYTHONPATH"), "/opt/dl/python:/a:/b");
+  // An empty PYTHONPATH adds no empty entry (which Python would read as the current directory).
+  const auto empty = as_map(child_environment(l, [](const char* name) {
+    return std::string(name) == "PYTHONPATH" ? std::optional<std::string>("")
+                                             : std::optional<std::string>{};
+  }));
+  EXPECT_EQ(empty.at("PYTHONPATH"), "/opt/dl/python");
+}
+
+TEST(LaunchEnv, NoCompanionLeavesPythonPathAlone) {
+  const auto env = as_map(child_environment(sample_launch(), [](const char* name) {
+    return std::string(name) == "PYTHONPATH" ? std::optional<std::string>("/a")
+                                             : std::optional<std::string>{};
+  }));
+  EXPECT_EQ(env.count("PYTHONPATH"), 0u);  // dl-train's launch, or no companion found
+}
+
 // A plan for 2 GPUs x 2 nodes, this being node 1, made by the planner from the options.
 Launch two_by_two() {
   Facts f;
