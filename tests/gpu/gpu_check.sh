@@ -252,6 +252,16 @@ PY
   else
     rows+=("| dl-train over NCCL, 2 ranks | not run | one GPU visible |")
   fi
+  # A dl-launch --json plan's batch search in one line: "BATCH N_probes:_B_->_P_GiB,_..."
+  search_summary() {
+    "$python" - "$1" <<'PY'
+import json, sys
+s = json.load(open(sys.argv[1]))["batch_search"]
+trials = ", ".join(f"{t['batch']} -> " + ("OOM" if t["out_of_memory"] else f"{t['peak_bytes'] / 2**30:.1f} GiB")
+                   for t in s["trials"])
+print(s["batch"], f"{len(s['trials'])}_probes:_{trials}".replace(" ", "_"))
+PY
+  }
   # A user's own script through dl_plan: dl-launch's batch-size search over its step probes on
   # CUDA (the peak reserved memory of each trial, the answer), then the script at that batch for
   # 30 steps and a validation pass: no out-of-memory later.
@@ -262,14 +272,7 @@ PY
     --json --workers 2 -- "$(command -v "$python")" train.py) >"$logs/script-search.json" \
     2>"$logs/script-search.log"; then
     cat "$logs/script-search.log"
-    read -r sbatch strials < <("$python" - "$logs/script-search.json" <<'PY'
-import json, sys
-s = json.load(open(sys.argv[1]))["batch_search"]
-trials = ", ".join(f"{t['batch']} -> " + ("OOM" if t["out_of_memory"] else f"{t['peak_bytes'] / 2**30:.1f} GiB")
-                   for t in s["trials"])
-print(s["batch"], f"{len(s['trials'])}_probes:_{trials}".replace(" ", "_"))
-PY
-    )
+    read -r sbatch strials < <(search_summary "$logs/script-search.json")
     rows+=("| dl-launch search over dl_plan step probes (CUDA) | ok | batch $sbatch; ${strials//_/ } |")
     if (cd "$sws" && PYTHONPATH="$root/python" DL_BATCH_SIZE="$sbatch" DL_WORKERS=2 \
       "$python" train.py --steps 30) >"$logs/script-run.log" 2>&1; then
@@ -302,14 +305,7 @@ PY
     -- "$(command -v "$python")" python/train.py "${targs[@]}") >"$logs/template-search.json" \
     2>"$logs/template-search.log"; then
     cat "$logs/template-search.log"
-    read -r tbatch ttrials < <("$python" - "$logs/template-search.json" <<'PY'
-import json, sys
-s = json.load(open(sys.argv[1]))["batch_search"]
-trials = ", ".join(f"{t['batch']} -> " + ("OOM" if t["out_of_memory"] else f"{t['peak_bytes'] / 2**30:.1f} GiB")
-                   for t in s["trials"])
-print(s["batch"], f"{len(s['trials'])}_probes:_{trials}".replace(" ", "_"))
-PY
-    )
+    read -r tbatch ttrials < <(search_summary "$logs/template-search.json")
     rows+=("| template train.py: search over its step probes (CUDA) | ok | batch $tbatch; ${ttrials//_/ } |")
     if (cd "$tws" && "$build/launcher/dl-launch" --workspace . --name at-answer --workers 4 \
       --batch-size "$tbatch" --epochs 1 --limit-batches 30 \
