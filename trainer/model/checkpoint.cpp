@@ -382,10 +382,10 @@ std::string unreadable(const std::string& path, const std::string& reason) {
 }
 
 // Why the archive's pickle must not reach the unpickler ("" when it may): see pickle_scan.h.
-std::string pickle_overrun_in(const std::vector<char>& bytes) {
+std::string pickle_flaw_in(const std::vector<char>& bytes) {
   caffe2::serialize::PyTorchStreamReader archive(std::make_shared<BytesAdapter>(bytes));
   const auto [data, size] = archive.getRecord("data.pkl");
-  return pickle_overrun(static_cast<const std::uint8_t*>(data.get()), size);
+  return pickle_flaw(static_cast<const std::uint8_t*>(data.get()), size);
 }
 
 }  // namespace
@@ -421,16 +421,16 @@ CheckpointData parse_checkpoint(const std::vector<char>& bytes, const std::strin
   if (zip.verdict == ZipScan::Verdict::kCorrupt)
     throw std::runtime_error(unreadable(path, zip.why));
   IValue root;
-  std::string overrun;
+  std::string flaw;
   try {
-    overrun = pickle_overrun_in(bytes);
-    if (overrun.empty()) root = torch::jit::pickle_load(bytes);
+    flaw = pickle_flaw_in(bytes);
+    if (flaw.empty()) root = torch::jit::pickle_load(bytes);
   } catch (const c10::Error& error) {
     throw std::runtime_error(unreadable(path, first_line(error.what_without_backtrace())));
   } catch (const std::exception& error) {
     throw std::runtime_error(unreadable(path, first_line(error.what())));
   }
-  if (!overrun.empty()) throw std::runtime_error(unreadable(path, overrun));
+  if (!flaw.empty()) throw std::runtime_error(unreadable(path, flaw));
   // The decoder checks what it reads; a LibTorch assertion it did not foresee on a value of the
   // file is still the file's fault, and a refusal of it (found by tests/fuzz/checkpoint_fuzz).
   try {

@@ -122,8 +122,8 @@ class Interpreter {
   Interpreter(const std::uint8_t* data, std::size_t size) : data_(data), size_(size) {}
 
   Value* run() {
-    if (const std::string overrun = pickle_overrun(data_, size_); !overrun.empty()) {
-      refuse("the pickle is truncated or corrupt: " + overrun);
+    if (const std::string flaw = pickle_flaw(data_, size_); !flaw.empty()) {
+      refuse("the pickle is truncated or corrupt: " + flaw);
     }
     while (true) {
       if (pos_ >= size_) refuse("the pickle ends without its STOP opcode");

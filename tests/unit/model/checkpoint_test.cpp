@@ -329,6 +329,16 @@ TEST(Checkpoint, DamagedStringLengthIsRefusedBeforeUnpickling) {
   EXPECT_EQ(message.find('\n'), std::string::npos) << message;
 }
 
+// Found by tests/fuzz/checkpoint_fuzz: a pickle whose NEWOBJ comes before anything is on the stack
+// made LibTorch 1.13's unpickler read below the stack's start (a SEGV, not an exception).
+TEST(Checkpoint, AnOpcodeOnAnEmptyStackIsRefusedBeforeUnpickling) {
+  const std::string message = refusal_of_corpus_input("crash-newobj-empty-stack");
+  EXPECT_EQ(message,
+            "checkpoint last.pt: not a readable checkpoint (truncated or corrupt: an opcode that "
+            "takes 2 value(s) from a stack holding 0 (since the last MARK) at byte 2 of the "
+            "77-byte pickle); expected a file written by dl-train or torch.save");
+}
+
 // Found by tests/fuzz/checkpoint_fuzz: a checkpoint whose optimizer step is a QInt8 tensor made
 // LibTorch assert inside item() ("cannot call dequantize on UnknownQuantizer"), and the c10::Error
 // escaped the reader instead of its one-line refusal.

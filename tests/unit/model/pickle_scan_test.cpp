@@ -1,5 +1,6 @@
 // The pickle walk that guards LibTorch's unpickler: whole programs pass, a length or a line that
-// runs past the end is named with its offset, and every cut of a real program is walked safely.
+// runs past the end is named with its offset, so is an opcode that takes more from the stack than
+// is there, and every cut of a real program is walked safely.
 #include "model/pickle_scan.h"
 
 #include <gtest/gtest.h>
@@ -15,10 +16,10 @@
 namespace dl::test {
 namespace {
 
-using dl::model::pickle_overrun;
+using dl::model::pickle_flaw;
 
 std::string scan(const std::vector<std::uint8_t>& program) {
-  return pickle_overrun(program.data(), program.size());
+  return pickle_flaw(program.data(), program.size());
 }
 
 TEST(PickleScan, WholeProgramsPass) {
@@ -42,6 +43,33 @@ TEST(PickleScan, LengthsPastTheEndAreNamed) {
             "a line without its newline at byte 0 runs past the end of the 4-byte pickle");
 }
 
+TEST(PickleScan, TakingMoreThanTheStackHoldsIsNamed) {
+  // NEWOBJ with nothing pushed (the fuzzer's SEGV in LibTorch 1.13).
+  EXPECT_EQ(scan({0x80, 2, 0x81, 'q', 0, '.'}),
+            "an opcode that takes 2 value(s) from a stack holding 0 (since the last MARK) at byte "
+            "2 of the 6-byte pickle");
+  // SETITEM over two values; STOP on nothing.
+  EXPECT_NE(scan({'}', 'K', 1, 's', '.'}), "");
+  EXPECT_NE(scan({'.'}), "");
+  // A slice opcode without a MARK; APPENDS with no list under its MARK; OBJ without its class.
+  EXPECT_EQ(scan({'K', 1, 't', '.'}),
+            "an opcode that needs a MARK, with none at byte 2 of the 4-byte pickle");
+  EXPECT_EQ(scan({'(', 'K', 1, 'e', '.'}),
+            "an opcode that adds to a container, with none under its MARK at byte 3 of the 5-byte "
+            "pickle");
+  EXPECT_EQ(scan({'(', 'o', '.'}), "OBJ without its class at byte 1 of the 3-byte pickle");
+  // Values under a MARK are not the frame's to take: TUPLE2 right after a MARK.
+  EXPECT_NE(scan({'K', 1, 'K', 2, '(', 0x86, '.'}), "");
+}
+
+TEST(PickleScan, MarksAndContainersThatBalancePass) {
+  // {"a": [1, 2]} as protocol 2 writes it: EMPTY_DICT, MARK, key, EMPTY_LIST, MARK, 1, 2,
+  // APPENDS, SETITEMS, STOP; and POP of an empty frame's MARK, as Python allows.
+  EXPECT_EQ(
+      scan({0x80, 2, '}', '(', 'X', 1, 0, 0, 0, 'a', ']', '(', 'K', 1, 'K', 2, 'e', 'u', '.'}), "");
+  EXPECT_EQ(scan({'K', 1, '(', '0', '.'}), "");
+}
+
 TEST(PickleScan, UnknownOpcodesAreLeftToTheUnpickler) {
   EXPECT_EQ(scan({0x80, 2, 0xff, 'X', 0xff, 0xff, 0xff, 0xff}), "");
 }
@@ -56,7 +84,7 @@ TEST(PickleScan, EveryCutOfARealProgramIsWalkedSafely) {
   EXPECT_EQ(scan(bytes), "");
   int refused = 0;
   for (std::size_t cut = 0; cut < bytes.size(); ++cut) {
-    refused += !pickle_overrun(bytes.data(), cut).empty();
+    refused += !pickle_flaw(bytes.data(), cut).empty();
   }
   // At least every cut inside the 300-byte string is refused.
   EXPECT_GE(refused, 300);
