@@ -252,6 +252,24 @@ PY
   else
     rows+=("| dl-train over NCCL, 2 ranks | not run | one GPU visible |")
   fi
+  # A command run in a directory (a subshell: the script's own directory stays).
+  in_dir() {
+    local dir=$1
+    shift
+    (cd "$dir" && "$@")
+  }
+  # A table row from a command: ok with the first match of PATTERN in its LOG, or FAIL naming
+  # the log.   row_of LABEL PATTERN LOG COMMAND...
+  row_of() {
+    local label=$1 pattern=$2 log=$3
+    shift 3
+    if "$@" >"$log" 2>&1; then
+      rows+=("| $label | ok | $(grep -o "$pattern" "$log" | head -1) |")
+    else
+      failed=1
+      rows+=("| $label | FAIL | log $log |")
+    fi
+  }
   # A dl-launch --json plan's batch search in one line: "BATCH N_probes:_B_->_P_GiB,_..."
   search_summary() {
     "$python" - "$1" <<'PY'
@@ -274,12 +292,9 @@ PY
     cat "$logs/script-search.log"
     read -r sbatch strials < <(search_summary "$logs/script-search.json")
     rows+=("| dl-launch search over dl_plan step probes (CUDA) | ok | batch $sbatch; ${strials//_/ } |")
-    if (cd "$sws" && PYTHONPATH="$root/python" DL_BATCH_SIZE="$sbatch" DL_WORKERS=2 \
-      "$python" train.py --steps 30) >"$logs/script-run.log" 2>&1; then
-      rows+=("| the script at batch $sbatch, 30 steps + validation | ok | $(grep -o 'peak reserved [0-9.]* GiB' "$logs/script-run.log") |")
-    else
-      failed=1; rows+=("| the script at batch $sbatch, 30 steps + validation | FAIL | log $logs/script-run.log |")
-    fi
+    row_of "the script at batch $sbatch, 30 steps + validation" 'peak reserved [0-9.]* GiB' \
+      "$logs/script-run.log" in_dir "$sws" env PYTHONPATH="$root/python" DL_BATCH_SIZE="$sbatch" \
+      DL_WORKERS=2 "$python" train.py --steps 30
   else
     cat "$logs/script-search.log"
     failed=1; rows+=("| dl-launch search over dl_plan step probes (CUDA) | FAIL | log $logs/script-search.log |")
@@ -307,13 +322,11 @@ PY
     cat "$logs/template-search.log"
     read -r tbatch ttrials < <(search_summary "$logs/template-search.json")
     rows+=("| template train.py: search over its step probes (CUDA) | ok | batch $tbatch; ${ttrials//_/ } |")
-    if (cd "$tws" && "$build/launcher/dl-launch" --workspace . --name at-answer --workers 4 \
+    row_of "template train.py at batch $tbatch: an epoch (at most 30 batches) + validation" \
+      'epoch 1/1: .*samples/s' "$logs/template-run.log" in_dir "$tws" \
+      "$build/launcher/dl-launch" --workspace . --name at-answer --workers 4 \
       --batch-size "$tbatch" --epochs 1 --limit-batches 30 \
-      -- "$(command -v "$python")" python/train.py "${targs[@]}") >"$logs/template-run.log" 2>&1; then
-      rows+=("| template train.py at batch $tbatch: an epoch (at most 30 batches) + validation | ok | $(grep -o 'epoch 1/1: .*samples/s' "$logs/template-run.log" | head -1) |")
-    else
-      failed=1; rows+=("| template train.py at batch $tbatch: an epoch (at most 30 batches) + validation | FAIL | log $logs/template-run.log |")
-    fi
+      -- "$(command -v "$python")" python/train.py "${targs[@]}"
   else
     cat "$logs/template-search.log"
     failed=1; rows+=("| template train.py: search over its step probes (CUDA) | FAIL | log $logs/template-search.log |")
