@@ -178,9 +178,10 @@ std::string optimizer_steps(const std::string& checkpoint) {
 
 TEST_F(TemplatePython, TrainPyTrainsDataParallelOnTwoRanksAndResumesOnOne) {
   // 2048 samples, batch 32: 64 batches for one process, 32 for each of two ranks.
-  Process two({kLaunch, "--workspace", ws.path(), "--name", "ddp", "--nproc-per-node", "2",
-               "--workers", "0", "--batch-size", "32", "--epochs", "1", "--data", data(), "--",
-               kPython, "python/train.py", "--json", "--log-every", "0"});
+  Process two({kLaunch,  "--workspace", ws.path(), "--name",       "ddp",   "--nproc-per-node",
+               "2",      "--workers",   "0",       "--batch-size", "32",    "--epochs",
+               "1",      "--data",      data(),    "--",           kPython, "python/train.py",
+               "--json", "--log-every", "0"});
   const Result r = two.wait(kRunTimeout);
   ASSERT_EQ(r.code, 0) << show(r);
   const std::string run_dir = ws / "runs/ddp";
@@ -196,9 +197,27 @@ TEST_F(TemplatePython, TrainPyTrainsDataParallelOnTwoRanksAndResumesOnOne) {
   const std::string rank1 = read_file(run_dir + "/rank-1.log");
   EXPECT_FALSE(contains(rank1, "epoch 1/1")) << rank1;
 
-  Process again({kLaunch, "--workspace", ws.path(), "--name", "ddp", "--workers", "0",
-                 "--batch-size", "32", "--epochs", "2", "--limit-batches", "10", "--data",
-                 data(), "--resume", "--", kPython, "python/train.py", "--log-every", "0"});
+  Process again({kLaunch,
+                 "--workspace",
+                 ws.path(),
+                 "--name",
+                 "ddp",
+                 "--workers",
+                 "0",
+                 "--batch-size",
+                 "32",
+                 "--epochs",
+                 "2",
+                 "--limit-batches",
+                 "10",
+                 "--data",
+                 data(),
+                 "--resume",
+                 "--",
+                 kPython,
+                 "python/train.py",
+                 "--log-every",
+                 "0"});
   const Result resumed = again.wait(kRunTimeout);
   ASSERT_EQ(resumed.code, 0) << show(resumed);
   EXPECT_TRUE(contains(resumed.err, "1 epoch(s) done, optimizer step 32")) << show(resumed);
@@ -213,8 +232,8 @@ TEST_F(TemplatePython, TrainPyTrainsDataParallelOnTwoRanksAndResumesOnOne) {
 }
 
 TEST_F(TemplatePython, DlLaunchMeasuresTheTemplatesWorkers) {
-  const Result r = run({kLaunch, "--workspace", ws.path(), "--dry-run", "--json", "--data",
-                        data(), "--", kPython, "python/train.py"});
+  const Result r = run({kLaunch, "--workspace", ws.path(), "--dry-run", "--json", "--data", data(),
+                        "--", kPython, "python/train.py"});
   ASSERT_EQ(r.code, 0) << show(r);
   // Loader probes of train.py itself answered: the plan's workers are measured, not guessed.
   EXPECT_TRUE(contains(r.out, "\"worker_trials\"")) << show(r);

@@ -254,7 +254,8 @@ class Interpreter {
     return target;
   }
 
-  void step(std::uint8_t op) {
+  // Protocol, frames, globals, the memo and MARK: false for another opcode.
+  bool control(std::uint8_t op) {
     switch (op) {
       case 0x80:  // PROTO
         take(1);
@@ -294,6 +295,16 @@ class Interpreter {
       case '(':  // MARK
         marks_.push_back(stack_.size());
         break;
+      default:
+        return false;
+    }
+    return true;
+  }
+
+  // A value pushed from the program's own bytes (empty containers, numbers, strings): false for
+  // another opcode.
+  bool constant(std::uint8_t op) {
+    switch (op) {
       case '}':  // EMPTY_DICT
         push(make(Value::Kind::kDict));
         break;
@@ -303,17 +314,6 @@ class Interpreter {
       case ')':  // EMPTY_TUPLE
         push(tuple({}));
         break;
-      case 't':  // TUPLE
-        push(tuple(pop_mark()));
-        break;
-      case 0x85:    // TUPLE1
-      case 0x86:    // TUPLE2
-      case 0x87: {  // TUPLE3
-        std::vector<Value*> items(op - 0x84);
-        for (auto it = items.rbegin(); it != items.rend(); ++it) *it = pop();
-        push(tuple(std::move(items)));
-        break;
-      }
       case 'J':  // BININT: signed 4 bytes
         push(integer(static_cast<std::int32_t>(static_cast<std::uint32_t>(little(4)))));
         break;
@@ -351,6 +351,27 @@ class Interpreter {
       case 0x8c:  // SHORT_BINUNICODE
         push(string(bytes(static_cast<std::size_t>(little(1)))));
         break;
+      default:
+        return false;
+    }
+    return true;
+  }
+
+  // A value made of values on the stack (tuples, items, REDUCE, BUILD, BINPERSID): false for
+  // another opcode.
+  bool combine(std::uint8_t op) {
+    switch (op) {
+      case 't':  // TUPLE
+        push(tuple(pop_mark()));
+        break;
+      case 0x85:    // TUPLE1
+      case 0x86:    // TUPLE2
+      case 0x87: {  // TUPLE3
+        std::vector<Value*> items(op - 0x84);
+        for (auto it = items.rbegin(); it != items.rend(); ++it) *it = pop();
+        push(tuple(std::move(items)));
+        break;
+      }
       case 's': {  // SETITEM
         Value* value = pop();
         Value* key = pop();
@@ -398,9 +419,15 @@ class Interpreter {
         break;
       }
       default:
-        refuse("the pickle's opcode 0x" + hex(op) + " at byte " + std::to_string(at_) +
-               " is not one a weights file uses (refused)");
+        return false;
     }
+    return true;
+  }
+
+  void step(std::uint8_t op) {
+    if (control(op) || constant(op) || combine(op)) return;
+    refuse("the pickle's opcode 0x" + hex(op) + " at byte " + std::to_string(at_) +
+           " is not one a weights file uses (refused)");
   }
 
   static std::string hex(std::uint8_t op) {
