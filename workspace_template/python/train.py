@@ -326,7 +326,6 @@ class Ranks:
     """The collective calls the trainer makes, as no-ops for one process."""
 
     def __init__(self, plan, device):
-        self.plan = plan
         self.device = device
         self.on = plan.distributed
         if self.on:
@@ -637,7 +636,7 @@ def absolute(path, source, workspace):
     it), a flag's or a variable's the working directory's (where it was typed)."""
     if not path or os.path.isabs(path):
         return path
-    if source and ":" in source and source.endswith(": data"):  # "<file>:<line>: data"
+    if source and source.endswith(": data"):  # "<file>:<line>: data"
         return os.path.join(workspace, path)
     return os.path.abspath(path)
 
