@@ -118,6 +118,12 @@ Opcode opcode(std::uint8_t op) {
   return o;
 }
 
+std::uint64_t little_endian(const std::uint8_t* data, std::size_t bytes) {
+  std::uint64_t value = 0;
+  for (std::size_t k = bytes; k-- > 0;) value = (value << 8) | data[k];
+  return value;
+}
+
 std::string at_byte(const std::string& what, std::size_t opcode_at, std::size_t size) {
   return what + " at byte " + std::to_string(opcode_at) + " of the " + std::to_string(size) +
          "-byte pickle";
@@ -163,6 +169,7 @@ std::string apply(const Opcode& o, std::uint8_t op, std::vector<std::size_t>& fr
 
 std::string pickle_flaw(const std::uint8_t* data, std::size_t size) {
   std::vector<std::size_t> frames{0};
+  std::uint64_t stores = 0;  // memo entries so far
   std::size_t i = 0;
   while (i < size) {
     const std::size_t at = i;
@@ -175,10 +182,19 @@ std::string pickle_flaw(const std::uint8_t* data, std::size_t size) {
     if (o.fixed > left || o.prefix > left) {
       return overrun(o.prefix > 0 ? "a string's length" : o.what, at, size);
     }
+    if (op == 'q' || op == 'r') {  // BINPUT, LONG_BINPUT
+      const std::uint64_t id = little_endian(data + i, o.fixed);
+      if (id > stores) {
+        return at_byte("a memo store numbered " + std::to_string(id) + " after " +
+                           std::to_string(stores) + " store(s) (picklers number them in order)",
+                       at, size);
+      }
+      ++stores;
+    }
+    if (op == 0x94) ++stores;  // MEMOIZE: the next number, implied
     i += o.fixed;
     if (o.prefix > 0) {
-      std::uint64_t length = 0;
-      for (std::size_t k = o.prefix; k-- > 0;) length = (length << 8) | data[i + k];
+      const std::uint64_t length = little_endian(data + i, o.prefix);
       i += o.prefix;
       if (length > size - i) {
         return overrun("a string of " + std::to_string(length) + " bytes", at, size);

@@ -339,6 +339,18 @@ TEST(Checkpoint, AnOpcodeOnAnEmptyStackIsRefusedBeforeUnpickling) {
             "77-byte pickle); expected a file written by dl-train or torch.save");
 }
 
+// Found by tests/fuzz/checkpoint_fuzz: a pickle whose first memo store (LONG_BINPUT) was numbered
+// 993309745 made LibTorch 1.13's unpickler reserve twice that many memo slots, 30 GiB, first.
+TEST(Checkpoint, AMemoStoreNumberedOutOfOrderIsRefusedBeforeUnpickling) {
+  const std::string message = refusal_of_corpus_input("oom-memo-number");
+  EXPECT_EQ(message.rfind("checkpoint last.pt: not a readable checkpoint (truncated or corrupt: a "
+                          "memo store numbered 993309745 after 0 store(s) (picklers number them "
+                          "in order) at byte 3 of the ",
+                          0),
+            0u)
+      << message;
+}
+
 // Found by tests/fuzz/checkpoint_fuzz: a checkpoint whose optimizer step is a QInt8 tensor made
 // LibTorch assert inside item() ("cannot call dequantize on UnknownQuantizer"), and the c10::Error
 // escaped the reader instead of its one-line refusal.

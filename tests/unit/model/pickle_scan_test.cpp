@@ -62,6 +62,19 @@ TEST(PickleScan, TakingMoreThanTheStackHoldsIsNamed) {
   EXPECT_NE(scan({'K', 1, 'K', 2, '(', 0x86, '.'}), "");
 }
 
+TEST(PickleScan, MemoStoresNumberedPastTheStoresBeforeThemAreNamed) {
+  // LONG_BINPUT 0x3b34b431 as the first store: LibTorch 1.13 would reserve 2 * that many memo
+  // slots (the fuzzer's 30 GiB allocation).
+  EXPECT_EQ(scan({0x80, 2, ']', 'r', 0x31, 0xb4, 0x34, 0x3b, '.'}),
+            "a memo store numbered 993309745 after 0 store(s) (picklers number them in order) at "
+            "byte 3 of the 9-byte pickle");
+  EXPECT_EQ(scan({']', 'q', 0, ']', 'q', 2, '.'}),
+            "a memo store numbered 2 after 1 store(s) (picklers number them in order) at byte 4 "
+            "of the 7-byte pickle");
+  // In order, and a number stored again, pass; so does MEMOIZE's implied number.
+  EXPECT_EQ(scan({']', 'q', 0, ']', 'r', 1, 0, 0, 0, 'q', 1, 0x94, ']', 'q', 3, '.'}), "");
+}
+
 TEST(PickleScan, MarksAndContainersThatBalancePass) {
   // {"a": [1, 2]} as protocol 2 writes it: EMPTY_DICT, MARK, key, EMPTY_LIST, MARK, 1, 2,
   // APPENDS, SETITEMS, STOP; and POP of an empty frame's MARK, as Python allows.
