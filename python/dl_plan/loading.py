@@ -68,7 +68,11 @@ def dataloader_kwargs(plan, dataset, train=True, **overrides):
 
 def set_epoch(loader, epoch):
     """The epoch's shuffle under a DistributedSampler (every rank the same permutation, each its
-    own slice); nothing for other samplers."""
+    own slice), or of a loader that keeps its own epoch (dl_loader.Loader); nothing for other
+    samplers."""
+    if callable(getattr(loader, "set_epoch", None)):
+        loader.set_epoch(epoch)
+        return
     sampler = getattr(loader, "sampler", None)
     if hasattr(sampler, "set_epoch"):
         sampler.set_epoch(epoch)

@@ -12,7 +12,9 @@
 #   * dl-train itself on CUDA (fp16, then auto precision with an injected out-of-memory) and the
 #     unit tests, where the C++ ABI lets dl-train link (see below);
 #   * dl-launch's batch-size search over a user's own script's step probes (dl_plan, the peak
-#     reserved memory per batch, the answer), then that script at the answer with validation.
+#     reserved memory per batch, the answer), then that script at the answer with validation;
+#   * dl_loader (the Python module over the loader, pinned buffers) feeding a ResNet-50 fp16 step
+#     against torch's DataLoader with torchvision's transforms (tests/gpu/loader_feed.py).
 #
 # It prints a short table last and writes it to $OUT/gpu_check.md when OUT is set; the results go
 # to bench/RESULTS.md with the GPU named. The measurements come from tests/gpu/gpu_check.cpp
@@ -136,15 +138,19 @@ if [ "$abi" = "0" ]; then
 fi
 configure=(cmake -S "$root" --preset gpu -B "$build" "${generator[@]}" "${cmake_deps[@]}")
 [ -n "$torch_prefix" ] && configure+=("-DCMAKE_PREFIX_PATH=$torch_prefix")
+# dl_loader for the Python that runs the checks (pybind11's headers: PyTorch's own).
+configure+=("-DDL_PYTHON=$(command -v "$python")")
 # Explicit either way: a build directory remembers the last value.
 configure+=("-DDL_SPDLOG_HEADER_ONLY=$([ "$abi" = "0" ] && echo ON || echo OFF)")
 say "configuring $build"
 "${configure[@]}" >"$logs/configure.log" 2>&1 || { tail -30 "$logs/configure.log"; die 69 "configure failed (log: $logs/configure.log)"; }
-grep -E "dl-train:|dl::data:" "$logs/configure.log" | sed 's/^-- /  /'
+grep -E "dl-train:|dl::data:|dl_loader:" "$logs/configure.log" | sed 's/^-- /  /'
 rows=()
 failed=0
 targets=(dl_gpu_check)
 [ $full -eq 1 ] && targets+=(dl-train dl_train_unit_tests dl-launch)
+# dl_loader where the configure step found Python's headers and pybind11 (PyTorch's own).
+[ $full -eq 1 ] && grep -q "dl_loader: Python" "$logs/configure.log" && targets+=(dl_loader_core)
 say "building ${targets[*]}"
 if ! cmake --build "$build" --parallel "$(nproc)" --target "${targets[@]}" >"$logs/build.log" 2>&1; then
   grep -m 20 -E "error|Error|undefined reference" "$logs/build.log"
@@ -330,6 +336,14 @@ PY
   else
     cat "$logs/template-search.log"
     failed=1; rows+=("| template train.py: search over its step probes (CUDA) | FAIL | log $logs/template-search.log |")
+  fi
+  # dl_loader (the Python module over the loader) feeding a ResNet-50 fp16 step on CUDA, against
+  # torch's DataLoader with torchvision's transforms, on the template's photos (8000 JPEGs).
+  if [ -d "$build/python/dl_loader" ] && ls "$build/python/dl_loader"/_core*.so >/dev/null 2>&1; then
+    run loader-feed "$python" "$root/tests/gpu/loader_feed.py" --data "$tws/photos" \
+      --module-dir "$build/python" --workers "$(( $(nproc) > 2 ? $(nproc) - 2 : 1 ))"
+  else
+    failed=1; rows+=("| dl_loader feeding ResNet-50 (CUDA) | FAIL | the module was not built (log $logs/build.log) |")
   fi
   run unit-tests "$build/tests/unit/train/dl_train_unit_tests" --gtest_brief=1
   if grep -q "PASSED" "$logs/unit-tests.log" && ! grep -q "FAILED" "$logs/unit-tests.log"; then

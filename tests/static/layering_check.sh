@@ -3,7 +3,8 @@
 # same through each target's include root; this says it in one line per breach):
 #   core/      includes nothing of launcher/ or trainer/, and no LibTorch;
 #   launcher/  includes nothing of trainer/, and no LibTorch;
-#   trainer/   includes no launcher/ header; its data/ and report/ layers no LibTorch either.
+#   trainer/   includes no launcher/ header; its data/ and report/ layers no LibTorch either, and
+#              loader_module/ (the Python module over data/) neither LibTorch nor model/ or train/.
 # Exit codes: 0 clean, 1 a breach (each printed as file:line: include).
 #
 #   tests/static/layering_check.sh [source root]
@@ -31,6 +32,8 @@ forbid launcher "$torch" "LibTorch in launcher/"
 forbid trainer '#include *"launcher/' "trainer/ includes launcher/"
 forbid trainer/data "$torch" "LibTorch in trainer/data/"
 forbid trainer/report "$torch" "LibTorch in trainer/report/"
+forbid trainer/loader_module "$torch" "LibTorch in trainer/loader_module/"
+forbid trainer/loader_module '#include *"(model|train)/' "trainer/loader_module/ includes model/ or train/"
 # A header included without its folder would bypass the rules above.
 forbid core '#include *"[a-z_]+\.h"' "include without its folder"
 forbid launcher '#include *"[a-z_]+\.h"' "include without its folder"

@@ -13,4 +13,11 @@ class DataError : public std::runtime_error {
   explicit DataError(const std::string& message) : std::runtime_error(message) {}
 };
 
+// The data is not there at all (a wrong path), as opposed to there and malformed: programs exit
+// with another code (66 rather than 65), Python raises FileNotFoundError.
+class MissingData : public DataError {
+ public:
+  explicit MissingData(const std::string& message) : DataError(message) {}
+};
+
 }  // namespace dl::data

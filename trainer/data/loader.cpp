@@ -27,6 +27,7 @@ namespace dl::data {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+constexpr std::chrono::milliseconds kPollInterval{100};
 
 void validate(const SampleSource& source, const LoaderConfig& c) {
   auto fail = [](const std::string& what) { throw std::invalid_argument("data loader: " + what); };
@@ -196,7 +197,15 @@ struct Loader::Impl {
     if (!current) throw std::logic_error("data loader: next() before start_epoch()");
     if (next_deliver >= current->batches) return std::nullopt;
     Slot& slot = slots[static_cast<std::size_t>(next_deliver) % window];
-    ready_cv.wait(lock, [&] { return slot.ready; });
+    if (config.poll) {
+      while (!ready_cv.wait_for(lock, kPollInterval, [&] { return slot.ready; })) {
+        lock.unlock();
+        config.poll();
+        lock.lock();
+      }
+    } else {
+      ready_cv.wait(lock, [&] { return slot.ready; });
+    }
     Slot taken = std::move(slot);
     slot = Slot{};
     ++next_deliver;

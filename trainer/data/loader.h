@@ -39,6 +39,10 @@ struct LoaderConfig {
   // loader is gone (when the last batch is destroyed).
   AllocateFn allocate;
   ReleaseFn release;
+  // Called on the consumer's thread about every 100 ms while next() waits for a worker's batch
+  // (a Python binding checks for Ctrl-C there). What it throws leaves next() at once; the epoch
+  // stays where it was, so next() may be called again, or start_epoch().
+  std::function<void()> poll;
 };
 
 class Loader {

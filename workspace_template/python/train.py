@@ -36,7 +36,9 @@ and, on a GPU or with --memory-budget, the largest batch that fits (step probes)
 Data: an MNIST/Fashion-MNIST IDX directory (raw or .gz files) or an ImageFolder tree (train/ and
 val/ of class folders, or class folders with a held-out fraction). Default: the workspace's data/
 when it holds a data set, else Fashion-MNIST ($DL_DEFAULT_DATA, /opt/dl/data/fashion-mnist,
-/usr/share/datasets/fashion-mnist).
+/usr/share/datasets/fashion-mnist). Loaded by dl_loader, dl-train's C++ pipeline as a Python
+module, where it imports (it reads CIFAR-10 and CSV manifests too), else (or with --loader torch)
+by torch's DataLoader over torchvision's transforms: the same crops, flips and normalisation.
 
 Settings, a later source winning: defaults < the config file < DL_* variables < flags, spelled
 out in full (--epochs, not --epoch). The config file is $DL_CONFIG (dl-launch passes the one it
@@ -218,6 +220,59 @@ def image_folder_data(data_dir, image_size, val_fraction, seed):
     return train_set, val_set, info
 
 
+# ---------------------------------------------------------------------------------------------
+# Data: dl_loader, dl-train's C++ pipeline (threads, crop-only JPEG decoding, batches without a
+# copy; python/dl_loader). Used where it imports, unless --loader torch.
+
+
+def fast_loader(cfg):
+    """The dl_loader module where --loader allows it and it imports, else None (then torch's
+    DataLoader over the datasets above)."""
+    if cfg.loader == "torch":
+        return None
+    try:
+        import dl_loader
+    except ImportError as e:
+        if cfg.loader == "dl":
+            fail(f"--loader dl: {str(e).splitlines()[0]}", 69)
+        return None
+    return dl_loader
+
+
+def dl_loader_data(dl_loader, cfg, path):
+    """Training and validation loaders over what dl-train reads at `path`: the data set's own
+    validation part (the IDX or CIFAR test files, an ImageFolder's val/), else a held-out
+    fraction drawn as the DataLoader path draws it."""
+    plan = cfg.plan
+    common = dict(batch_size=plan.batch_size, workers=plan.workers, seed=plan.seed,
+                  rank=plan.rank, world_size=plan.world_size, image_size=cfg.image_size or None,
+                  prefetch=cfg.prefetch_factor)
+    held = {}
+
+    def hold_out(n):
+        order = torch.randperm(n, generator=torch.Generator().manual_seed(plan.seed)).tolist()
+        n_val = max(1, int(n * cfg.val_fraction))
+        held["val"] = order[:n_val]
+        return order[n_val:]
+
+    try:
+        try:
+            val = dl_loader.Loader(path, split="val", train=False, **common)
+            train = dl_loader.Loader(path, train=True, drop_last=True, **common)
+        except dl_loader.SplitError:  # class folders or a manifest: no validation part
+            train = dl_loader.Loader(path, train=True, drop_last=True, indices=hold_out,
+                                     **common)
+            val = dl_loader.Loader(path, train=False, indices=held["val"], **common)
+    except FileNotFoundError as e:
+        fail(str(e), 66)
+    except dl_loader.DataError as e:
+        fail(str(e), 65)
+    channels, size, _ = train.shape
+    info = dict(channels=channels, size=size, classes=len(train.classes),
+                what=f"{len(train.classes)} classes, {size}x{size}, dl_loader")
+    return train, val, info
+
+
 def default_data_dir():
     for d in (os.environ.get("DL_DEFAULT_DATA", ""),) + DEFAULT_DATA_DIRS:
         if d and os.path.isdir(d):
@@ -248,11 +303,10 @@ def resolve_data(cfg):
     return d
 
 
-def load_data(cfg):
-    path = resolve_data(cfg)
+def load_data(cfg, path):
     if not os.path.isdir(path):
-        fail(f"data {path}: train.py reads IDX and ImageFolder directories (dl-train also reads "
-             "CIFAR-10 and CSV manifests)", 64)
+        fail(f"data {path}: train.py with torch's DataLoader reads IDX and ImageFolder "
+             "directories (with dl_loader, --loader dl, also CIFAR-10 and CSV manifests)", 64)
     if is_idx_dir(path):
         return (path,) + idx_data(path)
     if is_image_folder(path):
@@ -377,15 +431,23 @@ class OptimizedTrainer:
         self.precision = plan.precision
         self.ranks = Ranks(plan, self.device)
 
-        self.data_dir, self.train_set, self.val_set, self.info = load_data(cfg)
-        extra = dict(prefetch_factor=cfg.prefetch_factor) if plan.workers > 0 else {}
+        self.data_dir = resolve_data(cfg)
+        dl_loader = fast_loader(cfg)
+        if dl_loader is not None:
+            train_loader, self.val_loader, self.info = dl_loader_data(dl_loader, cfg,
+                                                                      self.data_dir)
+            self.train_set, self.val_set = train_loader.dataset, self.val_loader.dataset
+        else:
+            _, self.train_set, self.val_set, self.info = load_data(cfg, self.data_dir)
+            extra = dict(prefetch_factor=cfg.prefetch_factor) if plan.workers > 0 else {}
+            train_loader = DataLoader(self.train_set,
+                                      **plan.dataloader_kwargs(self.train_set, **extra))
+            val_kw = plan.dataloader_kwargs(self.val_set, train=False, **extra)
+            if plan.distributed:
+                val_kw["sampler"] = shard(self.val_set, plan)
+            self.val_loader = DataLoader(self.val_set, **val_kw)
         # dl_plan.loader: in a loader probe, dl-launch times this loader and the script ends.
-        self.train_loader = dl_plan.loader(
-            DataLoader(self.train_set, **plan.dataloader_kwargs(self.train_set, **extra)))
-        val_kw = plan.dataloader_kwargs(self.val_set, train=False, **extra)
-        if plan.distributed:
-            val_kw["sampler"] = shard(self.val_set, plan)
-        self.val_loader = DataLoader(self.val_set, **val_kw)
+        self.train_loader = dl_plan.loader(train_loader)
         if len(self.train_loader) == 0:
             fail(f"data {self.data_dir}: {len(self.train_set)} training samples, fewer than one "
                  f"batch of {plan.batch_size} for each of {plan.world_size} rank(s)", 65)
@@ -668,6 +730,9 @@ def parse_args(argv=None):
                    help="cnn, resnet18, resnet34, resnet50 or a TorchScript .pt (default: cnn "
                         "for small grey images, else resnet18)")
     p.add_argument("--epochs", type=int, default=s("epochs", 10))
+    p.add_argument("--loader", choices=["auto", "dl", "torch"], default=s("loader", "auto"),
+                   help="dl: dl_loader, dl-train's C++ pipeline; torch: DataLoader over "
+                        "torchvision; auto: dl_loader where it imports (default)")
     p.add_argument("--prefetch-factor", type=int, default=s("prefetch-factor", 2),
                    help="batches each worker keeps ready (DataLoader prefetch_factor)")
     p.add_argument("--lr", type=float, default=s("lr", 1e-3))

@@ -1,0 +1,596 @@
+#!/usr/bin/env python3
+"""Tests of dl_loader (python/dl_loader over trainer/loader_module) against the real torch and
+torchvision: tensors' shapes, dtypes and values; determinism and DistributedSampler's exact
+shares; the transforms held to torchvision's (same crop box and flip, validation's resize and
+centre crop, the crop distribution); bad samples skipped and counted; bad input as Python
+exceptions; memory per epoch; threads after a break; the GIL released while batches are made;
+Ctrl-C. Every data set is written here.
+
+    dl_loader_test.py --module-dir <build>/python [unittest arguments]
+
+Prints the figures it measured (FIGURE lines). Exit 77 (SKIPPED) without torch and torchvision.
+"""
+
+import argparse
+import json
+import math
+import os
+import signal
+import struct
+import subprocess
+import sys
+import tempfile
+import textwrap
+import threading
+import time
+import unittest
+import zlib
+
+parser = argparse.ArgumentParser(add_help=False)
+parser.add_argument("--module-dir", required=True)
+opts, rest = parser.parse_known_args()
+MODULE_DIR = os.path.abspath(opts.module_dir)
+sys.path.insert(0, MODULE_DIR)
+
+try:
+    import torch
+    import torchvision
+    from PIL import Image
+    from torchvision import transforms
+    from torchvision.transforms import functional as F
+except ImportError as error:
+    print(f"SKIPPED: {sys.executable} lacks torch, torchvision or PIL ({error})")
+    sys.exit(77)
+
+import dl_loader  # noqa: E402
+
+MEAN, STD = (0.485, 0.456, 0.406), (0.229, 0.224, 0.225)
+PLAN_VARS = [v for v in os.environ if v.startswith("DL_")] + [
+    "RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE"]
+for var in PLAN_VARS:  # a dl-launch or torchrun around ctest must not set the plan here
+    os.environ.pop(var, None)
+
+
+def figure(name, value):
+    print(f"FIGURE {name}: {value}", flush=True)
+
+
+def picture(seed, width, height):
+    """A smooth picture with detail at every scale (a resize's errors show on it)."""
+    g = torch.Generator().manual_seed(seed)
+    base = torch.rand((3, 8, 8), generator=g)
+    smooth = torch.nn.functional.interpolate(base[None], size=(height, width), mode="bicubic",
+                                             align_corners=False)[0]
+    noise = torch.rand((3, height, width), generator=g) * 0.2
+    x = ((smooth * 0.8 + noise).clamp(0, 1) * 255).round().to(torch.uint8)
+    return Image.fromarray(x.permute(1, 2, 0).numpy(), "RGB")
+
+
+def write_folder(root, classes, per_class, size=(96, 80), fmt="JPEG", seed=0):
+    paths = []
+    for c, name in enumerate(classes):
+        os.makedirs(os.path.join(root, name), exist_ok=True)
+        for i in range(per_class):
+            w, h = size if isinstance(size, tuple) else size(c, i)
+            path = os.path.join(root, name, f"{i:03d}.{'jpg' if fmt == 'JPEG' else 'png'}")
+            picture(seed + 1000 * c + i, w, h).save(path, fmt, quality=90)
+            paths.append(path)
+    return paths
+
+
+def write_idx(root, images, labels):
+    """An MNIST-format directory (raw files) with the same images as train and test."""
+    os.makedirs(root, exist_ok=True)
+    n, rows, cols = images.shape
+    for prefix in ("train", "t10k"):
+        with open(os.path.join(root, f"{prefix}-images-idx3-ubyte"), "wb") as f:
+            f.write(struct.pack(">IIII", 0x803, n, rows, cols) + images.numpy().tobytes())
+        with open(os.path.join(root, f"{prefix}-labels-idx1-ubyte"), "wb") as f:
+            f.write(struct.pack(">II", 0x801, n) + bytes(labels))
+
+
+def png_bomb(path, side=60000):
+    """A PNG whose header claims side x side pixels, with a few bytes of data."""
+    def chunk(kind, data):
+        return (struct.pack(">I", len(data)) + kind + data +
+                struct.pack(">I", zlib.crc32(kind + data) & 0xffffffff))
+    ihdr = struct.pack(">IIBBBBB", side, side, 8, 2, 0, 0, 0)
+    with open(path, "wb") as f:
+        f.write(b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", ihdr) +
+                chunk(b"IDAT", zlib.compress(b"\0" * 64)) + chunk(b"IEND", b""))
+
+
+def threads():
+    return len(os.listdir("/proc/self/task"))
+
+
+def rss_mib():
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+
+
+class Scratch(unittest.TestCase):
+    def setUp(self):
+        self._dir = tempfile.TemporaryDirectory()
+        self.dir = self._dir.name
+
+    def tearDown(self):
+        self._dir.cleanup()
+
+
+class TensorsTest(Scratch):
+    def test_idx_batches_hold_the_files_pixels_and_labels(self):
+        g = torch.Generator().manual_seed(1)
+        images = torch.randint(0, 256, (10, 6, 6), dtype=torch.uint8, generator=g)
+        labels = [i % 4 for i in range(10)]
+        write_idx(os.path.join(self.dir, "idx"), images, labels)
+        raw = dl_loader.Loader(os.path.join(self.dir, "idx"), batch_size=4, shuffle=False,
+                               workers=2, dtype=torch.uint8)
+        self.assertEqual(len(raw), 3)
+        self.assertEqual(raw.shape, (1, 6, 6))
+        self.assertEqual(raw.classes, ["0", "1", "2", "3"])
+        got = list(raw)
+        self.assertEqual([tuple(x.shape) for x, _ in got], [(4, 1, 6, 6)] * 2 + [(2, 1, 6, 6)])
+        self.assertTrue(all(x.dtype == torch.uint8 and y.dtype == torch.int64 for x, y in got))
+        self.assertTrue(torch.equal(torch.cat([x for x, _ in got])[:, 0], images))
+        self.assertEqual(torch.cat([y for _, y in got]).tolist(), labels)
+
+        norm = dl_loader.Loader(os.path.join(self.dir, "idx"), batch_size=4, shuffle=False,
+                                workers=0)
+        mean = images.double().div(255).mean().item()
+        std = images.double().div(255).std(unbiased=False).item()
+        self.assertAlmostEqual(norm.mean[0], mean, places=5)
+        self.assertAlmostEqual(norm.std[0], std, places=5)
+        x = torch.cat([b for b, _ in norm])
+        self.assertEqual(x.dtype, torch.float32)
+        expected = (images.float()[:, None] / 255 - norm.mean[0]) / norm.std[0]
+        self.assertLess((x - expected).abs().max().item(), 1e-5)
+
+    def test_image_folder_gives_normalised_rgb_224_in_either_memory_format(self):
+        write_folder(self.dir, ["cat", "dog"], 3)
+        loader = dl_loader.Loader(self.dir, batch_size=4, workers=2, seed=3)
+        self.assertEqual(loader.classes, ["cat", "dog"])
+        self.assertEqual(loader.class_to_idx, {"cat": 0, "dog": 1})
+        self.assertEqual((len(loader), loader.num_samples, loader.dataset_size), (2, 6, 6))
+        for ours, imagenet in zip(loader.mean + loader.std, MEAN + STD):
+            self.assertAlmostEqual(ours, imagenet, places=6)
+        batches = list(loader)
+        x, y = batches[0]
+        self.assertEqual((tuple(x.shape), x.dtype, tuple(y.shape)), ((4, 3, 224, 224),
+                                                                    torch.float32, (4,)))
+        self.assertTrue(x.is_contiguous())
+        self.assertLess(x.min().item(), -1.5)  # normalised: about -2.1 to 2.6
+        self.assertGreater(x.max().item(), 1.5)
+        self.assertEqual(sorted(torch.cat([b[1] for b in batches]).tolist()), [0, 0, 0, 1, 1, 1])
+
+        last = dl_loader.Loader(self.dir, batch_size=4, workers=2, seed=3, channels_last=True)
+        z = next(iter(last))[0]
+        self.assertEqual(tuple(z.shape), (4, 3, 224, 224))
+        self.assertTrue(z.is_contiguous(memory_format=torch.channels_last))
+        self.assertTrue(torch.equal(z, x))  # the same values, another memory order
+        u8 = dl_loader.Loader(self.dir, batch_size=4, workers=0, seed=3, dtype=torch.uint8,
+                              channels_last=True)
+        b = next(iter(u8))[0]
+        self.assertTrue(b.is_contiguous(memory_format=torch.channels_last))
+        mean = torch.tensor(MEAN).view(1, 3, 1, 1)
+        std = torch.tensor(STD).view(1, 3, 1, 1)
+        self.assertLess(((b.float() / 255 - mean) / std - x).abs().max().item(), 1e-5)
+
+    def test_uint8_batches_are_the_loaders_memory_not_a_copy(self):
+        write_folder(self.dir, ["a"], 8, size=(40, 40))
+        loader = dl_loader.Loader(self.dir, batch_size=2, workers=0, dtype=torch.uint8)
+        addresses = set()
+        for _ in range(3):
+            for x, y in loader:
+                addresses.add(x.data_ptr())
+                self.assertEqual(x.data_ptr() % 64, 0)  # the pool's 64-byte-aligned block
+                self.assertGreaterEqual(y.data_ptr() - x.data_ptr(), x.numel())  # then labels
+                del x, y
+        # 12 batches, each a view of one of the pool's blocks: the same block again and again.
+        self.assertLessEqual(len(addresses), loader._core.pool_buffers)
+        self.assertLessEqual(loader._core.pool_buffers, 2)
+
+
+class OrderTest(Scratch):
+    def setUp(self):
+        super().setUp()
+        images = torch.arange(23 * 4, dtype=torch.int64).remainder(256).to(torch.uint8)
+        write_idx(os.path.join(self.dir, "idx"), images.view(23, 2, 2), list(range(23)))
+        self.idx = os.path.join(self.dir, "idx")
+
+    def labels(self, loader):
+        return [int(v) for _, y in loader for v in y]
+
+    def test_a_seed_gives_the_same_batches_whatever_the_workers(self):
+        write_folder(os.path.join(self.dir, "img"), ["a", "b"], 4, size=(60, 50))
+        a = dl_loader.Loader(os.path.join(self.dir, "img"), batch_size=3, workers=0, seed=5)
+        b = dl_loader.Loader(os.path.join(self.dir, "img"), batch_size=3, workers=2, seed=5)
+        for _ in range(2):  # two epochs: each the same on both, and unlike the other
+            xa, xb = [torch.cat([x for x, _ in it]) for it in (a, b)]
+            self.assertTrue(torch.equal(xa, xb))
+        a.set_epoch(0)
+        first, second = torch.cat([x for x, _ in a]), torch.cat([x for x, _ in a])
+        self.assertFalse(torch.equal(first, second))
+
+    def test_ranks_take_distributed_samplers_exact_shares(self):
+        from torch.utils.data import DistributedSampler
+        for epoch in (0, 3):
+            shares = []
+            for rank in range(3):
+                loader = dl_loader.Loader(self.idx, batch_size=4, workers=1, seed=7, rank=rank,
+                                          world_size=3)
+                loader.set_epoch(epoch)
+                sampler = DistributedSampler(range(23), num_replicas=3, rank=rank, shuffle=True,
+                                             seed=7)
+                sampler.set_epoch(epoch)
+                got = self.labels(loader)
+                self.assertEqual(got, list(sampler))
+                shares.append(got)
+            self.assertEqual(set().union(*shares), set(range(23)))
+            self.assertEqual(sum(len(s) for s in shares), 24)  # padded to 3 x 8, as torch does
+        # drop_last: the sampler's tail cut to 3 x 7, as DistributedSampler(drop_last=True)
+        # does, then the short batch dropped: 7 // 2 batches of 2 a rank.
+        for rank in range(3):
+            loader = dl_loader.Loader(self.idx, batch_size=2, seed=7, rank=rank, world_size=3,
+                                      drop_last=True)
+            sampler = DistributedSampler(range(23), num_replicas=3, rank=rank, seed=7,
+                                         drop_last=True)
+            self.assertEqual(len(list(sampler)), 7)
+            self.assertEqual(self.labels(loader), list(sampler)[:6])
+        # Validation: every third sample, no padding, so the shares add up to the whole part.
+        vals = [self.labels(dl_loader.Loader(self.idx, batch_size=5, train=False, rank=r,
+                                             world_size=3)) for r in range(3)]
+        self.assertEqual(sorted(sum(vals, [])), list(range(23)))
+
+    def test_indices_and_a_users_sampler(self):
+        loader = dl_loader.Loader(self.idx, batch_size=4, indices=[20, 3, 9], shuffle=False)
+        self.assertEqual(self.labels(loader), [20, 3, 9])
+        from torch.utils.data import DistributedSampler
+        sampler = DistributedSampler(range(23), num_replicas=2, rank=1, seed=2)
+        loader = dl_loader.Loader(self.idx, batch_size=5, sampler=sampler)
+        loader.set_epoch(4)
+        sampler.set_epoch(4)
+        expected = list(sampler)
+        self.assertEqual(self.labels(loader), expected)
+
+    def test_drop_last_and_a_break_then_a_new_epoch(self):
+        loader = dl_loader.Loader(self.idx, batch_size=5, shuffle=False, drop_last=True,
+                                  workers=2)
+        self.assertEqual(len(loader), 4)
+        self.assertEqual(len(self.labels(loader)), 20)
+        for i, _ in enumerate(loader):
+            if i == 1:
+                break
+        self.assertEqual(self.labels(loader), list(range(20)))
+
+
+class TorchvisionTest(Scratch):
+    """The transforms against torchvision's: the figures go to the closing note."""
+
+    def test_same_crop_box_and_flip_give_torchvisions_output(self):
+        img = picture(11, 500, 375)
+        rgb = torch.from_numpy(__import__("numpy").asarray(img).copy())
+        to_tensor = transforms.Compose([transforms.ToTensor(), transforms.Normalize(MEAN, STD)])
+        mean = torch.tensor(MEAN).view(3, 1, 1)
+        std = torch.tensor(STD).view(3, 1, 1)
+        worst = {}
+        for (top, left, h, w, flip) in [(10, 20, 120, 150, False), (0, 0, 200, 180, True),
+                                         (30, 40, 300, 400, False), (100, 5, 260, 350, True),
+                                         (0, 0, 375, 500, False), (50, 60, 224, 224, True)]:
+            ours = torch.frombuffer(bytearray(dl_loader._core.resized_crop(
+                rgb.numpy(), top, left, h, w, flip, 224)), dtype=torch.uint8).view(3, 224, 224)
+            ref = F.resized_crop(img, top, left, h, w, [224, 224],
+                                 interpolation=transforms.InterpolationMode.BILINEAR)
+            if flip:
+                ref = F.hflip(ref)
+            ref = to_tensor(ref)
+            diff = ((ours.float() / 255 - mean) / std - ref).abs()
+            regime = "upscale" if h <= 224 and w <= 224 else "downscale"
+            levels = (diff * std * 255).max().item()
+            worst[regime] = max(worst.get(regime, 0.0), levels)
+            mean_levels = (diff * std * 255).mean().item()
+            figure(f"crop {h}x{w}{' flipped' if flip else ''} ({regime}) max abs diff",
+                   f"{diff.max().item():.4f} normalised, {levels:.1f} of 255; mean "
+                   f"{mean_levels:.2f} of 255")
+            # Upscaling: both are bilinear with half-pixel centres, so only rounding differs (a
+            # level). Shrinking by less than 2x: PIL's bilinear widens its filter (antialiasing),
+            # OpenCV's INTER_LINEAR does not, which on this picture's pixel noise (the worst
+            # case) is 4 levels on average; at 2x and more both average (INTER_AREA).
+            if regime == "upscale":
+                self.assertLess(levels, 1.01, (top, left, h, w, flip))
+                self.assertLess(mean_levels, 0.5, (top, left, h, w, flip))
+            else:
+                self.assertLess(mean_levels, 6.0, (top, left, h, w, flip))
+        figure("crop equality, worst by regime (levels of 255)",
+               ", ".join(f"{k} {v:.1f}" for k, v in sorted(worst.items())))
+
+    def test_validation_resize_and_centre_crop_equal_torchvisions(self):
+        paths = write_folder(self.dir, ["a"], 4, size=lambda c, i: [(320, 240), (256, 256),
+                                                                    (500, 300), (240, 400)][i],
+                             fmt="PNG")
+        loader = dl_loader.Loader(self.dir, batch_size=4, train=False, workers=0)
+        ours = next(iter(loader))[0]
+        ref_tf = transforms.Compose([transforms.Resize(256), transforms.CenterCrop(224),
+                                     transforms.ToTensor(), transforms.Normalize(MEAN, STD)])
+        std = torch.tensor(STD).view(3, 1, 1)
+        for i, path in enumerate(sorted(paths)):
+            ref = ref_tf(Image.open(path).convert("RGB"))
+            diff = (ours[i] - ref).abs()
+            levels = (diff * std * 255)
+            figure(f"validation {Image.open(path).size} max abs diff",
+                   f"{diff.max().item():.4f} normalised, {levels.max().item():.1f} of 255; "
+                   f"mean {levels.mean().item():.2f} of 255")
+            self.assertLess(levels.mean().item(), 2.0, path)
+            if min(Image.open(path).size) <= 256:  # no shrinking of the short side past 256
+                self.assertLess(levels.max().item(), 1.01, path)
+
+    def test_crop_areas_and_ratios_follow_random_resized_crops(self):
+        n = 20000
+        ours = dl_loader._core.plan_train_crops(375, 500, n, 1234, 0.08, 1.0, 3 / 4, 4 / 3)
+        torch.manual_seed(1234)
+        img = Image.new("RGB", (500, 375))
+        theirs = [transforms.RandomResizedCrop.get_params(img, [0.08, 1.0], [3 / 4, 4 / 3])
+                  for _ in range(n)]
+
+        def ks(a, b):
+            """The two-sample Kolmogorov-Smirnov statistic (ties stepped over together)."""
+            a, b = sorted(a), sorted(b)
+            i = j = 0
+            d = 0.0
+            while i < len(a) and j < len(b):
+                v = min(a[i], b[j])
+                while i < len(a) and a[i] == v:
+                    i += 1
+                while j < len(b) and b[j] == v:
+                    j += 1
+                d = max(d, abs(i / len(a) - j / len(b)))
+            return d
+
+        critical = 1.95 * math.sqrt(2 / n)  # alpha 0.001
+        area = ks([h * w / (375 * 500) for _, _, h, w, _ in ours],
+                  [h * w / (375 * 500) for _, _, h, w in theirs])
+        ratio = ks([math.log(w / h) for _, _, h, w, _ in ours],
+                   [math.log(w / h) for _, _, h, w in theirs])
+        top = ks([t / max(1, 375 - h) for t, _, h, _, _ in ours],
+                 [t / max(1, 375 - h) for t, _, h, _ in theirs])
+        flips = sum(f for *_, f in ours) / n
+        figure("crop distribution (KS statistic, critical at alpha 0.001)",
+               f"area {area:.4f}, log aspect ratio {ratio:.4f}, top offset {top:.4f}; critical "
+               f"{critical:.4f}; flips {100 * flips:.1f}% over {n} draws")
+        self.assertLess(area, critical)
+        self.assertLess(ratio, critical)
+        self.assertLess(top, critical)
+        self.assertLess(abs(flips - 0.5), 0.02)
+        # A test that can fail: a narrower scale range is told apart at once.
+        narrow = dl_loader._core.plan_train_crops(375, 500, n, 1, 0.2, 1.0, 3 / 4, 4 / 3)
+        self.assertGreater(ks([h * w / (375 * 500) for _, _, h, w, _ in narrow],
+                              [h * w / (375 * 500) for _, _, h, w in theirs]), critical)
+
+
+class BadInputTest(Scratch):
+    def bad_folder(self):
+        write_folder(self.dir, ["a", "b"], 4, size=(64, 48))
+        with open(os.path.join(self.dir, "a", "corrupt.jpg"), "wb") as f:
+            f.write(b"\xff\xd8\xff\xe0" + os.urandom(300))
+        open(os.path.join(self.dir, "a", "empty.jpg"), "wb").close()
+        png_bomb(os.path.join(self.dir, "b", "bomb.png"))
+
+    def test_bad_samples_are_skipped_and_counted_by_reason(self):
+        self.bad_folder()
+        loader = dl_loader.Loader(self.dir, batch_size=4, workers=2, max_bad_fraction=0.5)
+        n = sum(len(y) for _, y in loader)
+        self.assertEqual(n, 8)
+        self.assertEqual({k: v for k, v in loader.skipped.items() if v},
+                         {"empty": 1, "too many pixels": 1, "undecodable": 1})
+        reasons = sorted((os.path.basename(p), r) for _, p, r, _ in loader.failures())
+        self.assertEqual(reasons, [("bomb.png", "too many pixels"), ("corrupt.jpg", "undecodable"),
+                                   ("empty.jpg", "empty")])
+        rows = [f"| {name} | {reason} |" for name, reason in reasons]
+        figure("bad-input table", " ".join(rows))
+
+    def test_above_max_bad_fraction_is_dl_trains_one_line_error(self):
+        self.bad_folder()
+        loader = dl_loader.Loader(self.dir, batch_size=4, workers=0)  # default 0.01
+        with self.assertRaises(dl_loader.DataError) as caught:
+            list(loader)
+        self.assertIsInstance(caught.exception, ValueError)
+        self.assertEqual(str(caught.exception),
+                         f"data {self.dir}: 3 of 11 samples could not be decoded, above "
+                         "max_bad_fraction 0.01 (1 empty, 1 too many pixels, 1 undecodable)")
+
+    def test_bad_locations_and_options_are_python_exceptions_with_one_line(self):
+        missing = os.path.join(self.dir, "nothing")
+        with self.assertRaises(FileNotFoundError) as caught:
+            dl_loader.Loader(missing)
+        self.assertEqual(str(caught.exception),
+                         f"data {missing}: no such file or directory; expected an IDX or "
+                         "CIFAR-10 directory, an ImageFolder tree or a CSV manifest")
+        notes = os.path.join(self.dir, "notes.txt")
+        open(notes, "w").write("x")
+        with self.assertRaises(dl_loader.DataError) as caught:
+            dl_loader.Loader(notes)
+        self.assertIn("not a data set", str(caught.exception))
+        bad_idx = os.path.join(self.dir, "idx")
+        os.makedirs(bad_idx)
+        open(os.path.join(bad_idx, "train-images-idx3-ubyte"), "wb").write(b"\0\0\x08\x03")
+        with self.assertRaises(dl_loader.DataError) as caught:
+            dl_loader.Loader(bad_idx)
+        self.assertIn("expected the MNIST IDX layout", str(caught.exception))
+        write_folder(os.path.join(self.dir, "img"), ["a"], 1)
+        for kwargs in ({"batch_size": 0}, {"workers": -1}, {"split": "test"},
+                       {"split": "val"}, {"dtype": torch.float64}, {"rank": 2, "world_size": 2},
+                       {"image_size": -3}, {"indices": [5]}, {"max_bad_fraction": 2}):
+            with self.assertRaises(ValueError, msg=kwargs) as caught:
+                dl_loader.Loader(os.path.join(self.dir, "img"), **kwargs)
+            self.assertNotIn("\n", str(caught.exception))
+
+    def test_the_interpreter_survives_every_bad_input(self):
+        # Each in a fresh interpreter: an abort or a crash would show as a signal, not a code.
+        self.bad_folder()
+        code = textwrap.dedent(f"""
+            import sys, torch
+            sys.path.insert(0, {MODULE_DIR!r})
+            import dl_loader
+            for kw in ({{}}, {{"workers": 2, "max_bad_fraction": 1.0}}):
+                try:
+                    for _ in dl_loader.Loader({self.dir!r}, batch_size=3, **kw):
+                        pass
+                except dl_loader.DataError as e:
+                    print("refused:", e)
+            for where in ({os.path.join(self.dir, "x")!r}, "/proc/self/status", "/"):
+                try:
+                    dl_loader.Loader(where)
+                except (OSError, ValueError) as e:
+                    print(type(e).__name__)
+            print("alive")
+        """)
+        run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                             timeout=300)
+        self.assertEqual(run.returncode, 0, run.stderr)
+        self.assertTrue(run.stdout.endswith("alive\n"), run.stdout + run.stderr)
+
+
+class ResourcesTest(Scratch):
+    def test_memory_stays_flat_over_many_epochs(self):
+        write_folder(self.dir, ["a", "b"], 16, size=(160, 120))
+        loader = dl_loader.Loader(self.dir, batch_size=8, workers=2)
+        per_epoch = []
+        for epoch in range(40):
+            for x, y in loader:
+                pass
+            per_epoch.append(rss_mib())
+        del x, y
+        growth = per_epoch[-1] - per_epoch[4]
+        figure("RSS per epoch (MiB, epochs 1, 5, 10, 20, 40)",
+               ", ".join(f"{per_epoch[i]:.1f}" for i in (0, 4, 9, 19, 39)))
+        figure("RSS growth epochs 5 to 40 (MiB)", f"{growth:.2f}")
+        self.assertLess(growth, 8.0)
+        self.assertLessEqual(loader._core.pool_buffers, 2 * 2 + 2)
+
+    def test_a_break_and_a_new_epoch_leave_no_thread_behind(self):
+        write_folder(self.dir, ["a"], 12, size=(64, 64))
+        before = threads()
+        loader = dl_loader.Loader(self.dir, batch_size=2, workers=3)
+        self.assertEqual(threads(), before + 3)
+        for _ in range(5):
+            for i, _ in enumerate(loader):
+                if i == 1:
+                    break
+            self.assertEqual(threads(), before + 3)
+        self.assertEqual(sum(len(y) for _, y in loader), 12)
+        del loader
+        self.assertEqual(threads(), before)
+
+    def test_the_gil_is_released_while_batches_are_made(self):
+        # Decoding big images on the caller's thread (no workers): a Python thread beside it keeps
+        # running; were the GIL held, it would stop for each batch's whole time.
+        write_folder(self.dir, ["a"], 6, size=(1600, 1200))
+        loader = dl_loader.Loader(self.dir, batch_size=3, workers=0, train=False)
+        beats, stop = [], threading.Event()
+
+        def beat():
+            while not stop.is_set():
+                beats.append(time.perf_counter())
+                time.sleep(0.001)
+
+        t = threading.Thread(target=beat)
+        t.start()
+        times = []
+        for _ in range(2):
+            start = time.perf_counter()
+            it = iter(loader)
+            while True:
+                s = time.perf_counter()
+                try:
+                    next(it)
+                except StopIteration:
+                    break
+                times.append(time.perf_counter() - s)
+            del it
+        stop.set()
+        t.join()
+        gaps = [b - a for a, b in zip(beats, beats[1:])]
+        batch = sorted(times)[len(times) // 2]
+        figure("GIL: median batch time vs the Python thread's longest pause",
+               f"{1000 * batch:.0f} ms vs {1000 * max(gaps):.0f} ms")
+        self.assertLess(max(gaps), batch / 2)
+
+    def test_ctrl_c_stops_iteration(self):
+        write_folder(self.dir, ["a"], 8, size=(1600, 1200))
+        code = textwrap.dedent(f"""
+            import sys, torch
+            sys.path.insert(0, {MODULE_DIR!r})
+            import dl_loader
+            loader = dl_loader.Loader({self.dir!r}, batch_size=8, workers=1, train=False)
+            while True:
+                for _ in loader:
+                    print("ready", flush=True)
+        """)
+        proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True)
+        self.assertEqual(proc.stdout.readline(), "ready\n")  # inside an epoch
+        sent = time.perf_counter()
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
+        figure("Ctrl-C to exit", f"{time.perf_counter() - sent:.2f} s")
+        self.assertNotEqual(proc.returncode, 0)
+        self.assertIn("KeyboardInterrupt", err)
+        self.assertNotIn("Aborted", err)
+
+
+TEMPLATE = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
+                                        "workspace_template", "python", "train.py"))
+
+
+class TemplateTest(Scratch):
+    """The workspace template's train.py on dl_loader (--loader dl) and on torch's DataLoader."""
+
+    def run_train(self, data, loader, module_dir=MODULE_DIR, *extra):
+        env = {k: v for k, v in os.environ.items() if k not in PLAN_VARS}
+        env["PYTHONPATH"] = module_dir
+        args = [sys.executable, TEMPLATE, "--data", data, "--loader", loader, "--epochs", "3",
+                "--batch-size", "8", "--workers", "2", "--threads", "1", "--log-every", "0",
+                "--json"] + list(extra)
+        return subprocess.run(args, cwd=self.dir, env=env, capture_output=True, text=True,
+                              timeout=600)
+
+    def test_both_loaders_train_the_template_to_the_same_accuracy(self):
+        # Two classes told apart by which half is bright: both loaders learn it within 3 epochs.
+        images = torch.zeros(48, 8, 8, dtype=torch.uint8)
+        labels = [i % 2 for i in range(48)]
+        for i, label in enumerate(labels):
+            images[i, :, (4 if label else 0):(8 if label else 4)] = 255
+        write_idx(os.path.join(self.dir, "idx"), images, labels)
+        accuracy = {}
+        for loader in ("dl", "torch"):
+            r = self.run_train(os.path.join(self.dir, "idx"), loader)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            epochs = [json.loads(line) for line in r.stdout.splitlines()]
+            self.assertEqual([e["epoch"] for e in epochs], [1, 2, 3])
+            accuracy[loader] = epochs[-1]["val_acc"]
+            self.assertEqual("dl_loader" in r.stderr, loader == "dl", r.stderr)
+        figure("template on a 2-class IDX set, final validation accuracy",
+               f"dl_loader {accuracy['dl']:.3f}, DataLoader {accuracy['torch']:.3f}")
+        self.assertGreater(accuracy["dl"], 0.9)
+        self.assertGreater(accuracy["torch"], 0.9)
+
+    def test_a_jpeg_folder_without_val_is_held_out_and_trained(self):
+        write_folder(os.path.join(self.dir, "photos"), ["a", "b"], 10, size=(70, 50))
+        r = self.run_train(os.path.join(self.dir, "photos"), "dl", MODULE_DIR, "--model",
+                           "resnet18", "--image-size", "32", "--epochs", "1")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("18 training, 2 validation samples", r.stderr)
+        self.assertIn("dl_loader", r.stderr)
+
+    def test_loader_dl_without_the_module_is_one_line_and_69(self):
+        source_python = os.path.join(os.path.dirname(TEMPLATE), "..", "..", "python")
+        write_folder(os.path.join(self.dir, "photos"), ["a", "b"], 2)
+        r = self.run_train(os.path.join(self.dir, "photos"), "dl", source_python)
+        self.assertEqual(r.returncode, 69, r.stderr)
+        self.assertEqual(len(r.stderr.splitlines()), 1, r.stderr)
+        self.assertIn("--loader dl: dl_loader's compiled module (_core) is missing", r.stderr)
+        self.assertNotIn("Traceback", r.stderr)
+
+
+if __name__ == "__main__":
+    unittest.main(argv=[sys.argv[0]] + rest, verbosity=2)
