@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Installs the companion module dl_plan (python/, copied to PREFIX/python by env/install-dl.sh)
+# Installs the companion module dl_plan and dl_loader (python/, copied to PREFIX/python by
+# env/install-dl.sh with dl_loader's compiled module)
 # into the image's Python environment: the conda env `dl` (CONDA=micromamba), else Debian's
 # python3 (CONDA=debian). With pip and setuptools there, `pip install` offline (no index, no build
 # isolation: nothing is downloaded), so that `pip show dl-plan` knows it; without them, a .pth file
@@ -44,3 +45,7 @@ else
   echo "$source" >"$site/dl_plan.pth"
 fi
 "$python" -c 'import dl_plan; print("install-companion.sh: dl_plan", dl_plan.__version__, "in", dl_plan.__file__)'
+# dl_loader where its compiled module was built for this Python (the image's dl env).
+if ls "$source"/dl_loader/_core*.so >/dev/null 2>&1; then
+  "$python" -c 'import dl_loader; print("install-companion.sh: dl_loader", dl_loader.__version__, "in", dl_loader.__file__)'
+fi

@@ -23,6 +23,10 @@ fi
 build=$root/build/image
 
 # Benchmarks stay out of the image (they want the Python reference and time).
+# dl_loader is compiled for the dl env's Python: the build tools' (the same version), where the
+# build stage has them (CONDA=micromamba); otherwise the distribution's python3.
+tools_python=${MAMBA_ROOT_PREFIX:-/opt/conda}/envs/build-tools/bin/python
+[ -x "$tools_python" ] && export DL_PYTHON=$tools_python
 "$root/env/build.sh" image
 # The build system knows a dl-train target only where LibTorch was found (a file left by an
 # earlier build does not count).
@@ -39,5 +43,12 @@ cp -r "$root/workspace_template" "$prefix/workspace_template"
 cp -r "$root/env" "$prefix/env"
 cp -r "$root/python" "$prefix/python"
 find "$prefix/python" -name __pycache__ -prune -exec rm -rf {} +
-"$root/env/runtime-packages.sh" "$prefix/bin/dl-launch" "$prefix/bin/dl-train" >"$prefix/runtime-packages.txt"
+# dl_loader's compiled module, where the build made one (Python's headers and pybind11 found).
+programs=("$prefix/bin/dl-launch" "$prefix/bin/dl-train")
+for module in "$build"/python/dl_loader/_core*.so; do
+  [ -e "$module" ] || continue
+  install -m 0755 -s "$module" "$prefix/python/dl_loader/"
+  programs+=("$prefix/python/dl_loader/$(basename "$module")")
+done
+"$root/env/runtime-packages.sh" "${programs[@]}" >"$prefix/runtime-packages.txt"
 echo "install-dl.sh: installed into $prefix; the runtime needs: $(tr '\n' ' ' <"$prefix/runtime-packages.txt")"
