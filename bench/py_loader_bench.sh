@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# The Python loader benchmark, one command, one sitting, the two sides alternating (A B, then
+# B A): a Python process turning an ImageFolder of JPEGs into normalised float32 batches of
+# 64 x 3 x 224 x 224 (RandomResizedCrop 224 + flip), through dl_loader (dl-train's C++ pipeline
+# as a Python module, worker threads) and through torch's DataLoader with torchvision's
+# transforms (worker processes), at equal cores: 0 workers (one thread does everything) and 2
+# workers (bench/reference/py_loader_side.py). Two sets, made by bench/make_jpeg_set: 256 px
+# squares and photo-sized images (sides 300-1000 px). Prints a Markdown table of medians and
+# ratios. Goal: dl_loader >= 4x torchvision.
+#
+# Usage: bench/py_loader_bench.sh [--repeat N] [--build DIR] [--python PATH] [--per-class N]
+#                                 [--workers "0 2"] [--keep DIR]
+set -euo pipefail
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+repo="$(dirname "$here")"
+repeat=3
+build="$repo/build/release"
+python=/usr/bin/python3
+per_class=60
+workers="0 2"
+keep=""
+
+usage() { sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//'; }
+die() { echo "py_loader_bench: $*" >&2; exit 64; }
+while [[ $# -gt 0 ]]; do
+  case "$1" in
+    --repeat) [[ $# -ge 2 ]] || die "--repeat needs a number"; repeat="$2"; shift 2 ;;
+    --build) [[ $# -ge 2 ]] || die "--build needs a directory"; build="$2"; shift 2 ;;
+    --python) [[ $# -ge 2 ]] || die "--python needs a path"; python="$2"; shift 2 ;;
+    --per-class) [[ $# -ge 2 ]] || die "--per-class needs a number"; per_class="$2"; shift 2 ;;
+    --workers) [[ $# -ge 2 ]] || die "--workers needs a list, e.g. \"0 2\""; workers="$2"; shift 2 ;;
+    --keep) [[ $# -ge 2 ]] || die "--keep needs a directory"; keep="$2"; shift 2 ;;
+    -h|--help) usage; exit 0 ;;
+    *) die "unknown argument '$1' (see --help)" ;;
+  esac
+done
+[[ "$repeat" =~ ^[1-9][0-9]*$ ]] || die "--repeat $repeat: expected a whole number >= 1"
+[[ "$per_class" =~ ^[1-9][0-9]*$ ]] || die "--per-class $per_class: expected a whole number >= 1"
+[[ -x "$build/bench/make_jpeg_set" ]] || die "--build $build: no bench/make_jpeg_set (cmake --build $build)"
+[[ -d "$build/python/dl_loader" ]] || die "--build $build: no python/dl_loader (python3-dev and pybind11-dev, then rebuild)"
+"$python" -c 'import torch, torchvision' 2>/dev/null ||
+  die "--python $python: cannot import torch and torchvision"
+PYTHONPATH="$build/python" "$python" -c 'import dl_loader' ||
+  die "$build/python: dl_loader does not import under $python"
+
+work="$(mktemp -d "${TMPDIR:-/tmp}/py_loader_bench.XXXXXX")"
+cleanup() { [[ -n "$keep" ]] && { mkdir -p "$keep"; cp -r "$work"/. "$keep"/; }; rm -rf "$work"; }
+trap cleanup EXIT
+# The module copied once: a rebuild during the bench cannot mix two versions.
+cp -rL "$build/python" "$work/python"
+"$build/bench/make_jpeg_set" --out "$work/sq256" --per-class "$per_class" >&2
+"$build/bench/make_jpeg_set" --out "$work/photo" --per-class "$per_class" --sides 300-1000 >&2
+
+rows="$work/rows.tsv"
+: >"$rows"
+side() {  # side SET SIDE WORKERS -> images/s
+  env -u PYTHONPATH -u OMP_NUM_THREADS "$python" "$here/reference/py_loader_side.py" \
+    --side "$2" --data "$work/$1/train" --workers "$3" --module-dir "$work/python" |
+    awk '/^images_per_second/ {print $2}'
+}
+for set in sq256 photo; do
+  for w in $workers; do
+    for rep in $(seq 1 "$repeat"); do
+      if ((rep % 2)); then order=(dl torchvision); else order=(torchvision dl); fi
+      for s in "${order[@]}"; do
+        v=$(side "$set" "$s" "$w")
+        printf '%s\t%s\t%s\t%s\n' "$set" "$w" "$s" "$v" >>"$rows"
+        echo "py_loader_bench: $set workers $w $s: $v images/s" >&2
+      done
+    done
+  done
+done
+
+"$python" - "$rows" "$repeat" <<'PY'
+import statistics, sys
+rows = [line.split("\t") for line in open(sys.argv[1]).read().splitlines()]
+def med(s, w, side):
+    return statistics.median(float(r[3]) for r in rows if r[:3] == [s, w, side])
+names = {"sq256": "256 px squares", "photo": "photo-sized, 300-1000 px"}
+print(f"| JPEG set | workers | dl_loader (images/s) | torchvision DataLoader (images/s) | ratio (goal >= 4x) |")
+print("|---|---|---|---|---|")
+for s in ("sq256", "photo"):
+    for w in sorted({r[1] for r in rows if r[0] == s}, key=int):
+        a, b = med(s, w, "dl"), med(s, w, "torchvision")
+        print(f"| {names[s]} | {w} | {a:.0f} | {b:.0f} | {a / b:.2f}x |")
+print(f"\nMedians of {sys.argv[2]} alternated runs each; each run times its second epoch.")
+PY
