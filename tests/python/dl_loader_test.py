@@ -292,15 +292,13 @@ class TorchvisionTest(Scratch):
             figure(f"crop {h}x{w}{' flipped' if flip else ''} ({regime}) max abs diff",
                    f"{diff.max().item():.4f} normalised, {levels:.1f} of 255; mean "
                    f"{mean_levels:.2f} of 255")
-            # Upscaling: both are bilinear with half-pixel centres, so only rounding differs (a
-            # level). Shrinking by less than 2x: PIL's bilinear widens its filter (antialiasing),
-            # OpenCV's INTER_LINEAR does not, which on this picture's pixel noise (the worst
-            # case) is 4 levels on average; at 2x and more both average (INTER_AREA).
+            # Shrinking: Pillow's antialiased bilinear, step for step (data/resample.h): the same
+            # bytes. Growing: OpenCV's bilinear, Pillow's up to its rounding (a level).
             if regime == "upscale":
                 self.assertLess(levels, 1.01, (top, left, h, w, flip))
                 self.assertLess(mean_levels, 0.5, (top, left, h, w, flip))
             else:
-                self.assertLess(mean_levels, 6.0, (top, left, h, w, flip))
+                self.assertLess(levels, 0.01, (top, left, h, w, flip))  # float rounding only
         figure("crop equality, worst by regime (levels of 255)",
                ", ".join(f"{k} {v:.1f}" for k, v in sorted(worst.items())))
 
@@ -320,8 +318,9 @@ class TorchvisionTest(Scratch):
             figure(f"validation {Image.open(path).size} max abs diff",
                    f"{diff.max().item():.4f} normalised, {levels.max().item():.1f} of 255; "
                    f"mean {levels.mean().item():.2f} of 255")
-            self.assertLess(levels.mean().item(), 2.0, path)
-            if min(Image.open(path).size) <= 256:  # no shrinking of the short side past 256
+            if min(Image.open(path).size) >= 256:  # shrunk (or kept): Pillow's very bytes
+                self.assertLess(levels.max().item(), 0.01, path)  # float rounding only
+            else:  # grown: within Pillow's rounding
                 self.assertLess(levels.max().item(), 1.01, path)
 
     def test_crop_areas_and_ratios_follow_random_resized_crops(self):

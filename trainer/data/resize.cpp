@@ -1,6 +1,8 @@
 // Image resizing with or without OpenCV (see resize.h).
 #include "data/resize.h"
 
+#include "data/resample.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -77,13 +79,19 @@ void resize_u8(const std::uint8_t* src, int src_height, int src_width, std::size
               static_cast<std::size_t>(src_width) * static_cast<std::size_t>(channels));
     return;
   }
+  // Shrinking along either axis: torchvision's (Pillow's) antialiased filter, so that a crop
+  // shrunk to 224 is the image torchvision's RandomResizedCrop would give.
+  if (dst_height < src_height || dst_width < src_width) {
+    resample_antialias_u8(src, src_height, src_width, src_stride, channels, dst, dst_height,
+                          dst_width, dst_stride);
+    return;
+  }
 #if DL_HAVE_OPENCV
-  // Headers over the caller's memory: cv::resize writes straight into dst, no copy.
+  // Growing: OpenCV's bilinear, Pillow's up to rounding (a level), written straight into dst.
   const cv::Mat in(src_height, src_width, CV_8UC(channels), const_cast<std::uint8_t*>(src),
                    src_stride);
   cv::Mat out(dst_height, dst_width, CV_8UC(channels), dst, dst_stride);
-  const bool shrink_a_lot = dst_width * 2 <= src_width && dst_height * 2 <= src_height;
-  cv::resize(in, out, out.size(), 0, 0, shrink_a_lot ? cv::INTER_AREA : cv::INTER_LINEAR);
+  cv::resize(in, out, out.size(), 0, 0, cv::INTER_LINEAR);
 #else
   resize_bilinear_u8(src, src_height, src_width, src_stride, channels, dst, dst_height, dst_width,
                      dst_stride);

@@ -8,9 +8,9 @@
 namespace dl::data {
 
 // Resizes src (src_height x src_width, `channels` interleaved channels, rows src_stride bytes
-// apart) into dst (dst_height x dst_width, rows dst_stride bytes apart). Bilinear (INTER_LINEAR),
-// or INTER_AREA when shrinking to half or less in both directions, where bilinear would alias.
-// Equal sizes copy the pixels unchanged.
+// apart) into dst (dst_height x dst_width, rows dst_stride bytes apart). Shrinking along either
+// axis: Pillow's antialiased bilinear (resample.h), torchvision's pixels; growing: bilinear
+// (OpenCV's INTER_LINEAR where the build has it). Equal sizes copy the pixels unchanged.
 void resize_u8(const std::uint8_t* src, int src_height, int src_width, std::size_t src_stride,
                int channels, std::uint8_t* dst, int dst_height, int dst_width,
                std::size_t dst_stride);

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "data/memory_source.h"
+#include "data/resample.h"
 #include "data/resize.h"
 
 namespace dl::test {
@@ -177,6 +178,35 @@ TEST(MemorySource, EvalAtNativeSizeCopiesAndTrainAugments) {
   t.train = true;
   ASSERT_TRUE(source.load(1, t, rng, out.data()));
   EXPECT_FALSE(std::equal(out.begin(), out.end(), pixels.begin() + 192));
+}
+
+// Pillow's shrinking filter (its bytes are held to Pillow's own in tests/python/dl_loader_test.py):
+// a flat image stays flat, a ramp stays a ramp, and a shrink along one axis leaves the other.
+TEST(Resample, ShrinkingKeepsFlatsAndRampsAndTheOtherAxis) {
+  const Bytes flat(40 * 30 * 3, 77);
+  Bytes out(17 * 11 * 3);
+  resample_antialias_u8(flat.data(), 40, 30, 30 * 3, 3, out.data(), 17, 11, 11 * 3);
+  for (const std::uint8_t v : out) ASSERT_EQ(v, 77);
+
+  Bytes ramp(1 * 100);
+  for (int x = 0; x < 100; ++x)
+    ramp[static_cast<std::size_t>(x)] = static_cast<std::uint8_t>(2 * x);
+  Bytes small(1 * 37);
+  resample_antialias_u8(ramp.data(), 1, 100, 100, 1, small.data(), 1, 37, 37);
+  for (std::size_t x = 1; x < small.size(); ++x) ASSERT_GT(small[x], small[x - 1]) << x;
+  EXPECT_NEAR(small[18], 99, 2);  // the middle of the ramp
+
+  const Bytes tall = random_image(8 * 5 * 1, 3);
+  Bytes half(4 * 5);
+  resample_antialias_u8(tall.data(), 8, 5, 5, 1, half.data(), 4, 5, 5);
+  Bytes col(4), col_alone(4);
+  for (int y = 0; y < 4; ++y)
+    col[static_cast<std::size_t>(y)] = half[static_cast<std::size_t>(y) * 5 + 2];
+  Bytes column(8);
+  for (int y = 0; y < 8; ++y)
+    column[static_cast<std::size_t>(y)] = tall[static_cast<std::size_t>(y) * 5 + 2];
+  resample_antialias_u8(column.data(), 8, 1, 1, 1, col_alone.data(), 4, 1, 1);
+  EXPECT_EQ(col, col_alone);  // each column filtered alone
 }
 
 TEST(Resize, FallbackIsCloseToTheBuildsResize) {

@@ -1,0 +1,150 @@
+// Pillow's 8-bit resampling with the bilinear filter (see resample.h). The coefficients follow
+// Pillow's precompute_coeffs and normalize_coeffs_8bpc (libImaging/Resample.c) step for step, so
+// that the output bytes are Pillow's.
+#include "data/resample.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+namespace dl::data {
+namespace {
+
+constexpr int kPrecisionBits = 32 - 8 - 2;
+
+// For each output coordinate: the first source pixel, how many follow, and their fixed-point
+// weights (`ksize` slots each).
+struct Coefficients {
+  int ksize = 0;
+  std::vector<int> first;
+  std::vector<int> count;
+  std::vector<std::int32_t> weights;
+};
+
+double triangle(double x) {
+  x = std::fabs(x);
+  return x < 1.0 ? 1.0 - x : 0.0;
+}
+
+Coefficients coefficients(int in_size, int out_size) {
+  const double scale = static_cast<double>(in_size) / out_size;
+  const double filterscale = std::max(scale, 1.0);
+  const double support = 1.0 * filterscale;  // the bilinear filter's support is 1
+  Coefficients c;
+  c.ksize = static_cast<int>(std::ceil(support)) * 2 + 1;
+  c.first.resize(static_cast<std::size_t>(out_size));
+  c.count.resize(static_cast<std::size_t>(out_size));
+  c.weights.assign(static_cast<std::size_t>(out_size) * static_cast<std::size_t>(c.ksize), 0);
+  std::vector<double> k(static_cast<std::size_t>(c.ksize));
+  for (int xx = 0; xx < out_size; ++xx) {
+    const double center = (xx + 0.5) * scale;
+    const double ss = 1.0 / filterscale;
+    const int xmin = std::max(static_cast<int>(center - support + 0.5), 0);
+    const int xmax = std::min(static_cast<int>(center + support + 0.5), in_size) - xmin;
+    double ww = 0.0;
+    for (int x = 0; x < xmax; ++x) {
+      k[static_cast<std::size_t>(x)] = triangle((x + xmin - center + 0.5) * ss);
+      ww += k[static_cast<std::size_t>(x)];
+    }
+    std::int32_t* w = &c.weights[static_cast<std::size_t>(xx) * static_cast<std::size_t>(c.ksize)];
+    for (int x = 0; x < xmax; ++x) {
+      const double v =
+          ww != 0.0 ? k[static_cast<std::size_t>(x)] / ww : k[static_cast<std::size_t>(x)];
+      w[x] = static_cast<std::int32_t>(v < 0 ? -0.5 + v * (1 << kPrecisionBits)
+                                             : 0.5 + v * (1 << kPrecisionBits));
+    }
+    c.first[static_cast<std::size_t>(xx)] = xmin;
+    c.count[static_cast<std::size_t>(xx)] = xmax;
+  }
+  return c;
+}
+
+std::uint8_t clip8(std::int64_t v) {
+  if (v >= (std::int64_t{1} << kPrecisionBits << 8)) return 255;
+  if (v <= 0) return 0;
+  return static_cast<std::uint8_t>(v >> kPrecisionBits);
+}
+
+// Rows [row0, row0 + rows) of src, filtered along x into `rows` rows of dst.
+void horizontal(const std::uint8_t* src, std::size_t src_stride, int row0, int rows, int channels,
+                const Coefficients& c, int out_width, std::uint8_t* dst, std::size_t dst_stride) {
+  const std::size_t ch = static_cast<std::size_t>(channels);
+  for (int y = 0; y < rows; ++y) {
+    const std::uint8_t* in = src + static_cast<std::size_t>(row0 + y) * src_stride;
+    std::uint8_t* out = dst + static_cast<std::size_t>(y) * dst_stride;
+    for (int xx = 0; xx < out_width; ++xx) {
+      const std::int32_t* w =
+          &c.weights[static_cast<std::size_t>(xx) * static_cast<std::size_t>(c.ksize)];
+      const std::uint8_t* p =
+          in + static_cast<std::size_t>(c.first[static_cast<std::size_t>(xx)]) * ch;
+      const int n = c.count[static_cast<std::size_t>(xx)];
+      for (std::size_t k = 0; k < ch; ++k) {
+        std::int64_t ss = std::int64_t{1} << (kPrecisionBits - 1);
+        for (int x = 0; x < n; ++x)
+          ss += std::int64_t{p[static_cast<std::size_t>(x) * ch + k]} * w[x];
+        out[static_cast<std::size_t>(xx) * ch + k] = clip8(ss);
+      }
+    }
+  }
+}
+
+// src's rows filtered along y; `row0` is the source row that coefficient row 0 counts from.
+void vertical(const std::uint8_t* src, std::size_t src_stride, int row0, int width, int channels,
+              const Coefficients& c, int out_height, std::uint8_t* dst, std::size_t dst_stride) {
+  const std::size_t row_bytes =
+      static_cast<std::size_t>(width) * static_cast<std::size_t>(channels);
+  for (int yy = 0; yy < out_height; ++yy) {
+    const std::int32_t* w =
+        &c.weights[static_cast<std::size_t>(yy) * static_cast<std::size_t>(c.ksize)];
+    const int first = c.first[static_cast<std::size_t>(yy)] - row0;
+    const int n = c.count[static_cast<std::size_t>(yy)];
+    std::uint8_t* out = dst + static_cast<std::size_t>(yy) * dst_stride;
+    for (std::size_t i = 0; i < row_bytes; ++i) {
+      std::int64_t ss = std::int64_t{1} << (kPrecisionBits - 1);
+      for (int y = 0; y < n; ++y) {
+        ss += std::int64_t{src[static_cast<std::size_t>(first + y) * src_stride + i]} * w[y];
+      }
+      out[i] = clip8(ss);
+    }
+  }
+}
+
+}  // namespace
+
+void resample_antialias_u8(const std::uint8_t* src, int src_height, int src_width,
+                           std::size_t src_stride, int channels, std::uint8_t* dst, int dst_height,
+                           int dst_width, std::size_t dst_stride) {
+  const bool along_x = dst_width != src_width;
+  const bool along_y = dst_height != src_height;
+  const std::size_t ch = static_cast<std::size_t>(channels);
+  if (!along_x && !along_y) {
+    for (int y = 0; y < src_height; ++y) {
+      std::memcpy(dst + static_cast<std::size_t>(y) * dst_stride,
+                  src + static_cast<std::size_t>(y) * src_stride,
+                  static_cast<std::size_t>(src_width) * ch);
+    }
+    return;
+  }
+  const Coefficients cy = coefficients(src_height, dst_height);
+  if (!along_x) {
+    vertical(src, src_stride, 0, src_width, channels, cy, dst_height, dst, dst_stride);
+    return;
+  }
+  const Coefficients cx = coefficients(src_width, dst_width);
+  if (!along_y) {
+    horizontal(src, src_stride, 0, src_height, channels, cx, dst_width, dst, dst_stride);
+    return;
+  }
+  // As Pillow: the horizontal pass over the source rows the vertical pass reads, into a
+  // temporary image, then the vertical pass.
+  const int first = cy.first.front();
+  const int last = cy.first.back() + cy.count.back();
+  const std::size_t temp_stride = static_cast<std::size_t>(dst_width) * ch;
+  std::vector<std::uint8_t> temp(static_cast<std::size_t>(last - first) * temp_stride);
+  horizontal(src, src_stride, first, last - first, channels, cx, dst_width, temp.data(),
+             temp_stride);
+  vertical(temp.data(), temp_stride, first, dst_width, channels, cy, dst_height, dst, dst_stride);
+}
+
+}  // namespace dl::data

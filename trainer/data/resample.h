@@ -1,0 +1,21 @@
+// Shrinking 8-bit images as Pillow does (ImagingResample with its bilinear filter), which is what
+// torchvision's Resize and RandomResizedCrop run on PIL images: a separable convolution whose
+// triangle filter widens with the shrink factor (antialiasing), in 22-bit fixed point with
+// Pillow's rounding, horizontal pass first. OpenCV's INTER_LINEAR keeps the filter one pixel wide
+// and aliases when shrinking by less than 2x; this gives torchvision's pixels instead.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace dl::data {
+
+// Resizes src (src_height x src_width, `channels` interleaved channels, rows src_stride bytes
+// apart) into dst (dst_height x dst_width, rows dst_stride bytes apart). Any sizes (it is exact
+// for growing too, though resize_u8 grows with OpenCV's faster bilinear); an axis whose size
+// does not change is not filtered.
+void resample_antialias_u8(const std::uint8_t* src, int src_height, int src_width,
+                           std::size_t src_stride, int channels, std::uint8_t* dst, int dst_height,
+                           int dst_width, std::size_t dst_stride);
+
+}  // namespace dl::data
