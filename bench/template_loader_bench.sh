@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # The workspace template's train.py with dl_loader and with torch's DataLoader (--loader dl /
-# --loader torch), alternated in one sitting (A B, then B A): on Fashion-MNIST (the small CNN,
-# batch 64) and on an ImageFolder of photo-sized JPEGs (bench/make_jpeg_set --sides 300-1000,
+# --loader torch), alternated in one sitting (A B, then B A): on Fashion-MNIST (its first
+# --fashion-train training and 2000 test images, bench/fashion_subset.py; the small CNN, batch 64) and on an ImageFolder of photo-sized JPEGs (bench/make_jpeg_set --sides 300-1000,
 # 10 classes, a tenth held out, crop 128, the small CNN), each run --epochs epochs with the same
 # seed. Prints a Markdown table of medians: training seconds of the last epoch, its data wait, and
 # the final validation accuracy (which should agree within noise).
 #
 # Usage: bench/template_loader_bench.sh [--repeat N] [--build DIR] [--python PATH]
 #                                       [--epochs N] [--per-class N] [--fashion DIR]
+#                                       [--fashion-train N]
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -18,6 +19,7 @@ python=/usr/bin/python3
 epochs=2
 per_class=60
 fashion=/usr/share/datasets/fashion-mnist
+fashion_train=20000
 
 usage() { sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//'; }
 die() { echo "template_loader_bench: $*" >&2; exit 64; }
@@ -29,6 +31,7 @@ while [[ $# -gt 0 ]]; do
     --epochs) [[ $# -ge 2 ]] || die "--epochs needs a number"; epochs="$2"; shift 2 ;;
     --per-class) [[ $# -ge 2 ]] || die "--per-class needs a number"; per_class="$2"; shift 2 ;;
     --fashion) [[ $# -ge 2 ]] || die "--fashion needs a directory"; fashion="$2"; shift 2 ;;
+    --fashion-train) [[ $# -ge 2 ]] || die "--fashion-train needs a number"; fashion_train="$2"; shift 2 ;;
     -h|--help) usage; exit 0 ;;
     *) die "unknown argument '$1' (see --help)" ;;
   esac
@@ -44,10 +47,12 @@ work="$(mktemp -d "${TMPDIR:-/tmp}/template_loader_bench.XXXXXX")"
 trap 'rm -rf "$work"' EXIT
 cp -rL "$build/python" "$work/python"
 "$build/bench/make_jpeg_set" --out "$work/photo" --per-class "$per_class" --sides 300-1000 >&2
+mkdir -p "$work/fashion"
+"$python" "$here/fashion_subset.py" "$fashion" "$work/fashion" "$fashion_train" 2000
 rows="$work/rows.tsv"
 : >"$rows"
 run() {  # run SET LOADER -> one TSV row: set, loader, train_seconds, wait, val_acc
-  local data=$fashion extra=()
+  local data=$work/fashion extra=()
   [[ $1 == photo ]] && { data=$work/photo/train; extra=(--image-size 128); }
   env -u PYTHONPATH PYTHONPATH="$work/python" "$python" "$repo/workspace_template/python/train.py" \
     --data "$data" --loader "$2" --model cnn --epochs "$epochs" --batch-size 64 --workers 0 \
@@ -66,10 +71,10 @@ for set in fashion photo; do
     done
   done
 done
-"$python" - "$rows" "$repeat" "$epochs" <<'PY'
+"$python" - "$rows" "$repeat" "$epochs" "$fashion_train" <<'PY'
 import statistics, sys
 rows = [line.split("\t") for line in open(sys.argv[1]).read().splitlines()]
-names = {"fashion": "Fashion-MNIST (60000 train, 10000 test), 28 px",
+names = {"fashion": f"Fashion-MNIST ({sys.argv[4]} train, 2000 test), 28 px",
          "photo": "photo-sized JPEGs, 10% held out, crop 128"}
 print("| data | loader | last epoch's training s | data wait % | final val acc |")
 print("|---|---|---|---|---|")

@@ -60,11 +60,14 @@ Coefficients coefficients(int in_size, int out_size) {
   return c;
 }
 
-std::uint8_t clip8(std::int64_t v) {
-  if (v >= (std::int64_t{1} << kPrecisionBits << 8)) return 255;
+// Pillow's accumulators are 32-bit: 255 times weights summing to 2^22 stays below 2^31.
+std::uint8_t clip8(std::int32_t v) {
+  if (v >= (std::int32_t{1} << kPrecisionBits << 8)) return 255;
   if (v <= 0) return 0;
   return static_cast<std::uint8_t>(v >> kPrecisionBits);
 }
+
+constexpr std::int32_t kHalf = std::int32_t{1} << (kPrecisionBits - 1);
 
 // Rows [row0, row0 + rows) of src, filtered along x into `rows` rows of dst.
 void horizontal(const std::uint8_t* src, std::size_t src_stride, int row0, int rows, int channels,
@@ -79,34 +82,48 @@ void horizontal(const std::uint8_t* src, std::size_t src_stride, int row0, int r
       const std::uint8_t* p =
           in + static_cast<std::size_t>(c.first[static_cast<std::size_t>(xx)]) * ch;
       const int n = c.count[static_cast<std::size_t>(xx)];
+      std::uint8_t* o = out + static_cast<std::size_t>(xx) * ch;
+      if (ch == 3) {  // RGB, the common case: the three sums in one pass over the taps
+        std::int32_t r = kHalf, g = kHalf, b = kHalf;
+        for (int x = 0; x < n; ++x, p += 3) {
+          r += p[0] * w[x];
+          g += p[1] * w[x];
+          b += p[2] * w[x];
+        }
+        o[0] = clip8(r);
+        o[1] = clip8(g);
+        o[2] = clip8(b);
+        continue;
+      }
       for (std::size_t k = 0; k < ch; ++k) {
-        std::int64_t ss = std::int64_t{1} << (kPrecisionBits - 1);
-        for (int x = 0; x < n; ++x)
-          ss += std::int64_t{p[static_cast<std::size_t>(x) * ch + k]} * w[x];
-        out[static_cast<std::size_t>(xx) * ch + k] = clip8(ss);
+        std::int32_t ss = kHalf;
+        for (int x = 0; x < n; ++x) ss += p[static_cast<std::size_t>(x) * ch + k] * w[x];
+        o[k] = clip8(ss);
       }
     }
   }
 }
 
-// src's rows filtered along y; `row0` is the source row that coefficient row 0 counts from.
+// src's rows filtered along y; `row0` is the source row that coefficient row 0 counts from. Taps
+// outside, bytes inside: each tap adds one source row to a row of sums (vectorised).
 void vertical(const std::uint8_t* src, std::size_t src_stride, int row0, int width, int channels,
               const Coefficients& c, int out_height, std::uint8_t* dst, std::size_t dst_stride) {
   const std::size_t row_bytes =
       static_cast<std::size_t>(width) * static_cast<std::size_t>(channels);
+  std::vector<std::int32_t> sums(row_bytes);
   for (int yy = 0; yy < out_height; ++yy) {
     const std::int32_t* w =
         &c.weights[static_cast<std::size_t>(yy) * static_cast<std::size_t>(c.ksize)];
     const int first = c.first[static_cast<std::size_t>(yy)] - row0;
     const int n = c.count[static_cast<std::size_t>(yy)];
-    std::uint8_t* out = dst + static_cast<std::size_t>(yy) * dst_stride;
-    for (std::size_t i = 0; i < row_bytes; ++i) {
-      std::int64_t ss = std::int64_t{1} << (kPrecisionBits - 1);
-      for (int y = 0; y < n; ++y) {
-        ss += std::int64_t{src[static_cast<std::size_t>(first + y) * src_stride + i]} * w[y];
-      }
-      out[i] = clip8(ss);
+    std::fill(sums.begin(), sums.end(), kHalf);
+    for (int y = 0; y < n; ++y) {
+      const std::uint8_t* row = src + static_cast<std::size_t>(first + y) * src_stride;
+      const std::int32_t wy = w[y];
+      for (std::size_t i = 0; i < row_bytes; ++i) sums[i] += row[i] * wy;
     }
+    std::uint8_t* out = dst + static_cast<std::size_t>(yy) * dst_stride;
+    for (std::size_t i = 0; i < row_bytes; ++i) out[i] = clip8(sums[i]);
   }
 }
 
