@@ -13,6 +13,7 @@ counted by reason, as dl-train does. Under dl-launch the workers, seed, rank and
 the plan's (dl_plan), run alone the defaults dl-launch would apply. docs/python.md says more.
 """
 
+import collections
 import logging
 import math
 import os
@@ -141,6 +142,11 @@ class Loader:
         # "pool": the loader's buffers are page-locked; "copy": each batch is pinned by torch
         # (a copy: no CUDA runtime library to take cudaHostAlloc from); "off".
         self.pinning = "pool" if cudart else ("copy" if self.pin_memory else "off")
+        # A pinned block goes back to the pool when the last tensor over it is gone, and a worker
+        # may refill it at once, while a non_blocking copy from it may still be in flight (torch
+        # records no event for memory it did not allocate): the last batches are kept until two
+        # more have been handed out, by when the step that copied them has run.
+        self._in_flight = collections.deque(maxlen=2 if cudart else 0)
 
         self._core = _core.Loader(
             location=self.data, split=split, augment=self.train,
@@ -154,7 +160,6 @@ class Loader:
         if callable(indices):  # a split of the part, once its size is known
             indices = indices(self._core.size)
         self.indices = None if indices is None else [int(i) for i in indices]
-        self._core.prepare(self._order(0))
         self.classes = list(self._core.classes)
         self.class_to_idx = {name: i for i, name in enumerate(self.classes)}
         self.shape = tuple(self._core.shape)  # (channels, height, width)
@@ -165,6 +170,10 @@ class Loader:
             self.std = tuple(std) if std is not None else tuple(measured[1])
         else:
             self.mean = self.std = None
+
+        self._core.prepare(self._order(0), floats=dtype == torch.float32,
+                           mean=self.mean or (0.0,) * 3, std=self.std or (1.0,) * 3,
+                           channels_last=self.channels_last)
 
     # -- the epoch's samples ------------------------------------------------------------------
     def _order(self, epoch):
@@ -238,35 +247,31 @@ class Loader:
             item = self._core.next()
             if item is None:
                 break
-            images, labels, n, shape, _index, skipped = item
+            images, labels, n, shape, _index, skipped, floats = item
             for reason, count in skipped.items():
                 self.skipped[reason] += count
             self.samples_seen += n
-            yield self._tensors(images, labels, n, shape)
+            yield self._tensors(images, labels, floats, n, shape)
         self._end_of_epoch()
 
     # -- batches as tensors -------------------------------------------------------------------
-    def _tensors(self, images, labels, n, shape):
+    def _tensors(self, images, labels, floats, n, shape):
         c, h, w = shape
         if n == 0:
-            dtype = self.dtype
-            return torch.empty((0, c, h, w), dtype=dtype), torch.empty(0, dtype=torch.int64)
+            return torch.empty((0, c, h, w), dtype=self.dtype), torch.empty(0, dtype=torch.int64)
         label_tensor = torch.frombuffer(labels, dtype=torch.int64)
-        pin = self.pin_memory
-        if self.dtype == torch.uint8 and not self.channels_last:
-            out = torch.frombuffer(images, dtype=torch.uint8).view(n, c, h, w)
-            if self.pinning == "copy":
-                out, label_tensor = out.pin_memory(), label_tensor.pin_memory()
-            return out, label_tensor
         memory = (n, h, w, c) if self.channels_last else (n, c, h, w)
-        out = torch.empty(memory, dtype=self.dtype, pin_memory=pin)
-        if self.dtype == torch.uint8:
-            _core.channels_last_into(images, n, shape, out.data_ptr())
+        if self.dtype == torch.float32:  # normalised by the worker, in its own pooled block
+            out = torch.frombuffer(floats, dtype=torch.float32).view(memory)
+            self._in_flight.append(floats)
+        elif not self.channels_last:
+            out = torch.frombuffer(images, dtype=torch.uint8).view(memory)
+            self._in_flight.append(images)
         else:
-            _core.normalize_into(images, n, shape, self.mean, self.std, self.channels_last,
-                                 out.data_ptr())
+            out = torch.empty(memory, dtype=torch.uint8, pin_memory=self.pin_memory)
+            _core.channels_last_into(images, n, shape, out.data_ptr())
         if self.pinning == "copy":
-            label_tensor = label_tensor.pin_memory()
+            out, label_tensor = out.pin_memory(), label_tensor.pin_memory()
         return (out.permute(0, 3, 1, 2) if self.channels_last else out), label_tensor
 
     def _end_of_epoch(self):

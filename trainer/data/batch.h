@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <utility>
 
 #include "data/buffer_pool.h"
 #include "data/sample_source.h"
@@ -41,6 +42,11 @@ class Batch {
     return reinterpret_cast<const std::int64_t*>(images() + labels_offset_);
   }
 
+  // A second block on loan with the batch, for a consumer's own form of it (the Python module's
+  // normalised floats, made by the worker that assembled the batch: LoaderConfig::finish).
+  void attach(BufferLease extra) { extra_ = std::move(extra); }
+  void* extra() const { return extra_.get(); }
+
   // Set by whoever fills the batch (the loader).
   void set_counts(std::int64_t n, const SkipCounts& skipped, std::int64_t index) {
     n_ = n;
@@ -52,6 +58,7 @@ class Batch {
 
  private:
   BufferLease lease_;
+  BufferLease extra_;
   ImageShape shape_;
   std::int64_t capacity_ = 0;
   std::size_t labels_offset_ = 0;

@@ -105,6 +105,7 @@ struct Loader::Impl {
       }
     }
     batch.set_counts(n, skipped, b);
+    if (config.finish) config.finish(batch);
     return true;
   }
 

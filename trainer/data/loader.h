@@ -43,6 +43,9 @@ struct LoaderConfig {
   // (a Python binding checks for Ctrl-C there). What it throws leaves next() at once; the epoch
   // stays where it was, so next() may be called again, or start_epoch().
   std::function<void()> poll;
+  // Run on the thread that assembled a batch (a worker, or next() with 0 workers) once its
+  // samples are in: a consumer's conversion of the batch, done in parallel (Batch::attach).
+  std::function<void(Batch&)> finish;
 };
 
 class Loader {

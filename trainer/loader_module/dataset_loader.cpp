@@ -6,6 +6,7 @@
 
 #include "data/data_error.h"
 #include "data/transform.h"
+#include "loader_module/batch_convert.h"
 
 namespace dl::loader_module {
 namespace {
@@ -70,7 +71,7 @@ DatasetLoader::DatasetLoader(DatasetLoaderOptions options) {
   options_ = std::move(options);
 }
 
-void DatasetLoader::prepare(std::vector<std::int64_t> first_order) {
+void DatasetLoader::prepare(std::vector<std::int64_t> first_order, FloatOutput output) {
   if (loader_) throw std::logic_error("the loader is prepared already");
   check_order(first_order, source_->size());
   order_ = std::move(first_order);
@@ -86,6 +87,18 @@ void DatasetLoader::prepare(std::vector<std::int64_t> first_order) {
   config.allocate = options_.allocate;
   config.release = options_.release;
   config.poll = options_.poll;
+  if (output.on) {
+    const data::ImageShape shape = transform_.out;
+    float_pool_ = data::BufferPool::create(
+        static_cast<std::size_t>(options_.batch_size) * shape.bytes() * sizeof(float),
+        options_.allocate, options_.release);
+    config.finish = [pool = float_pool_, shape, output](data::Batch& batch) {
+      data::BufferLease floats = pool->acquire();
+      normalize_batch(batch.images(), batch.n(), shape, output.mean, output.std,
+                      output.channels_last, static_cast<float*>(floats.get()));
+      batch.attach(std::move(floats));
+    };
+  }
   loader_ = std::make_unique<data::Loader>(*source_, std::move(config));
 }
 

@@ -4,6 +4,7 @@
 // or DistributedSampler order, a Subset's indices). No Python here, so that it is tested in C++.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -54,6 +55,14 @@ struct DatasetLoaderOptions {
   std::function<void(const std::string&)> warn;
 };
 
+// The batch as normalised float32 (batch_convert.h), made by the worker that assembled it.
+struct FloatOutput {
+  bool on = false;
+  std::array<float, 3> mean{};
+  std::array<float, 3> std{};
+  bool channels_last = false;
+};
+
 class DatasetLoader {
  public:
   // Opens the data set's part. Throws data::MissingData, data::DataError (bad data),
@@ -64,8 +73,9 @@ class DatasetLoader {
   DatasetLoader& operator=(const DatasetLoader&) = delete;
 
   // Starts the loader's workers for epochs of `first_order`'s length (the first epoch's sample
-  // indices, each below size(): the sampler needs the part's size first). Once, before the rest.
-  void prepare(std::vector<std::int64_t> first_order);
+  // indices, each below size(): the sampler needs the part's size first), each batch also as
+  // `output` says (its floats in Batch::extra()). Once, before the rest.
+  void prepare(std::vector<std::int64_t> first_order, FloatOutput output = {});
   // Begins `epoch` over `order` (as many indices as the first epoch's).
   void start_epoch(int epoch, std::vector<std::int64_t> order);
   std::optional<data::Batch> next() { return loaded().next(); }
@@ -92,6 +102,7 @@ class DatasetLoader {
   data::Transform transform_;
   std::size_t epoch_size_ = 0;
   std::vector<std::int64_t> order_;  // the order the loader asks for at start_epoch()
+  std::shared_ptr<data::BufferPool> float_pool_;
   std::unique_ptr<data::Loader> loader_;
 };
 

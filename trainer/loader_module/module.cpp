@@ -101,22 +101,15 @@ py::object next_batch(DatasetLoader& loader) {
                      "B"};
   BatchBuffer labels{shared, shared->labels(), static_cast<py::ssize_t>(shared->n()),
                      sizeof(std::int64_t), py::format_descriptor<std::int64_t>::format()};
+  py::object floats = py::none();
+  if (shared->extra() != nullptr) {
+    floats = py::cast(BatchBuffer{shared, shared->extra(),
+                                  static_cast<py::ssize_t>(shared->image_bytes()), sizeof(float),
+                                  py::format_descriptor<float>::format()});
+  }
   return py::make_tuple(images, labels, shared->n(),
                         py::make_tuple(shape.channels, shape.height, shape.width), shared->index(),
-                        skip_dict(shared->skip_counts()));
-}
-
-void normalize_into(const BatchBuffer& images, std::int64_t n, py::tuple shape_chw,
-                    std::array<float, 3> mean, std::array<float, 3> std, bool channels_last,
-                    std::uintptr_t out) {
-  const data::ImageShape shape{shape_chw[0].cast<int>(), shape_chw[1].cast<int>(),
-                               shape_chw[2].cast<int>()};
-  if (static_cast<std::size_t>(n) * shape.bytes() > static_cast<std::size_t>(images.count)) {
-    throw std::invalid_argument("normalize: the batch holds fewer images than asked for");
-  }
-  py::gil_scoped_release nogil;
-  normalize_batch(static_cast<const std::uint8_t*>(images.data), n, shape, mean, std, channels_last,
-                  reinterpret_cast<float*>(out));
+                        skip_dict(shared->skip_counts()), floats);
 }
 
 void channels_last_into(const BatchBuffer& images, std::int64_t n, py::tuple shape_chw,
@@ -228,11 +221,13 @@ PYBIND11_MODULE(_core, m) {
       .def(py::init(&make_loader))
       .def(
           "prepare",
-          [](DatasetLoader& l, std::vector<std::int64_t> order) {
+          [](DatasetLoader& l, std::vector<std::int64_t> order, bool floats,
+             std::array<float, 3> mean, std::array<float, 3> std, bool channels_last) {
             py::gil_scoped_release nogil;
-            l.prepare(std::move(order));
+            l.prepare(std::move(order), FloatOutput{floats, mean, std, channels_last});
           },
-          py::arg("order"))
+          py::arg("order"), py::arg("floats"), py::arg("mean"), py::arg("std"),
+          py::arg("channels_last"))
       .def(
           "start_epoch",
           [](DatasetLoader& l, int epoch, std::vector<std::int64_t> order) {
@@ -267,7 +262,6 @@ PYBIND11_MODULE(_core, m) {
       .def("describe_skips", &describe, py::arg("counts"), py::arg("name_files"))
       .def_property_readonly("pool_buffers", &DatasetLoader::pool_buffers);
 
-  m.def("normalize_into", &normalize_into);
   m.def("plan_train_crops", &plan_train_crops);
   m.def("resized_crop", &resized_crop);
   m.def("channels_last_into", &channels_last_into);

@@ -68,6 +68,24 @@ TEST(DatasetLoader, GoesThroughTheOrderItIsGivenEachEpoch) {
   EXPECT_EQ(epoch_labels(l, 1, {2, 5, 8, 1}, &pixels), (std::vector<std::int64_t>{2, 2, 2, 1}));
 }
 
+TEST(DatasetLoader, FloatBatchesAreNormalisedByTheWorkers) {
+  TempDir dir;
+  write_idx_dir(dir.path());
+  DatasetLoader l(options(dir.path()));
+  l.prepare({3, 7}, {true, {0.5f, 0, 0}, {0.25f, 1, 1}, false});
+  l.start_epoch(0, {3, 7});
+  auto batch = l.next();
+  ASSERT_TRUE(batch && batch->extra() != nullptr);
+  const auto* floats = static_cast<const float*>(batch->extra());
+  for (std::size_t k = 0; k < 2 * 16; ++k) {
+    EXPECT_NEAR(floats[k], (batch->images()[k] / 255.0 - 0.5) / 0.25, 1e-5) << k;
+  }
+  DatasetLoader plain(options(dir.path()));
+  plain.prepare({3, 7});
+  plain.start_epoch(0, {3, 7});
+  EXPECT_EQ(plain.next()->extra(), nullptr);
+}
+
 TEST(DatasetLoader, AnOrderThatDoesNotFitIsRefusedInOneLine) {
   TempDir dir;
   write_idx_dir(dir.path());
