@@ -15,7 +15,6 @@ the plan's (dl_plan), run alone the defaults dl-launch would apply. docs/python.
 
 import collections
 import logging
-import math
 import os
 
 import torch
