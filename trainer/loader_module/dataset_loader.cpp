@@ -53,14 +53,14 @@ DatasetLoader::DatasetLoader(DatasetLoaderOptions options) {
   files.warn = options.warn;
   data::DataSet set = data::open_data_set(options.location, files);
   kind_ = set.kind;
-  const bool from_files = set.files();
+  files_ = set.files();
   source_ = take_part(set, options.split, options.location);
 
   // As dl-train's data setup: photographs become 3 x 224 x 224, small sets keep their shape.
   const data::ImageShape native = source_->native_shape();
-  const int size = options.image_size > 0 ? options.image_size : from_files ? 224 : native.height;
-  transform_.out = {from_files ? 3 : native.channels, size, size};
-  transform_.train = from_files && options.augment;
+  const int size = options.image_size > 0 ? options.image_size : files_ ? 224 : native.height;
+  transform_.out = {files_ ? 3 : native.channels, size, size};
+  transform_.train = files_ && options.augment;
   transform_.scale_min = options.scale_min;
   transform_.scale_max = options.scale_max;
   transform_.ratio_min = options.ratio_min;
@@ -122,7 +122,7 @@ void DatasetLoader::start_epoch(int epoch, std::vector<std::int64_t> order) {
 }
 
 data::ChannelStats DatasetLoader::stats() const {
-  if (transform_.out.channels == 3 && (kind_ == "image-folder" || kind_ == "csv")) {
+  if (files_) {
     return data::kImageNetStats;
   }
   data::Transform eval = transform_;

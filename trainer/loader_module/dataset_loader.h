@@ -98,6 +98,7 @@ class DatasetLoader {
 
   DatasetLoaderOptions options_;
   std::string kind_;
+  bool files_ = false;  // data::DataSet::files(): image files, 3 channels out
   std::unique_ptr<data::SampleSource> source_;
   data::Transform transform_;
   std::size_t epoch_size_ = 0;
