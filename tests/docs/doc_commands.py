@@ -35,7 +35,10 @@ After the kind come the block's attributes, and, one a line, what each command m
   prepare="SH"  a command run first in the working directory (DOC_TEST_REPO is the checkout):
                 what the user has and the doc assumes (photos to predict), never the command
                 under test.
-  needs=A,B     dl-train, torch (python3 on PATH imports it): skipped, with the reason, without.
+  needs=A,B     dl-train, torch (python3 on PATH imports it), dl_loader (it imports the fast
+                loader from dl-launch's companion folder, <dl-launch>/../python, which a build
+                without LibTorch or without DL_BUILD_PY_LOADER lacks): skipped, with the reason,
+                without.
   timeout=S     seconds each command may take (default 300).
 
 A `run` command needs an expectation (`expect`, `silent`), or, in a console block, the output
@@ -65,7 +68,7 @@ SHELL_LANGUAGES = {"sh", "bash", "shell", "console", "shell-session", "zsh"}
 KINDS = {"run", "gpu", "docker", "skip"}
 BLOCK_ATTRIBUTES = {"setup", "cwd", "prepare", "needs", "timeout", "exit", "expect"}
 SETUPS = {"workspace", "empty", "continue"}
-NEEDS = {"dl-train", "torch"}
+NEEDS = {"dl-train", "torch", "dl_loader"}
 DEFAULT_TIMEOUT = 300
 # What a scheduler or an earlier run would leave in the environment and a user's shell lacks.
 SCRUBBED_PREFIXES = ("DL_", "SLURM_", "PET_", "TORCHELASTIC_", "OMPI_", "PMI_")
@@ -525,8 +528,26 @@ class Runner:
                         self.need_cache[need] = (f"needs python3 with torch: {python or 'python3'}"
                                                  " has none (apt-get install python3-torch "
                                                  "python3-torchvision)")
+                if need == "dl_loader":
+                    self.need_cache[need] = self.missing_loader(env)
             if self.need_cache[need]:
                 return self.need_cache[need]
+        return None
+
+    def missing_loader(self, env):
+        """Why python3 cannot import dl_loader's compiled core from dl-launch's companion folder
+        (the one dl-launch puts first on the command's PYTHONPATH), or None."""
+        python = self.which("python3")
+        companion = os.path.join(os.path.dirname(self.programs["dl-launch"]), os.pardir, "python")
+        if not python or not os.path.isdir(os.path.join(companion, "dl_loader")):
+            return (f"needs the dl_loader module, which this build lacks ({companion} has no "
+                    "dl_loader: built with LibTorch and DL_BUILD_PY_LOADER)")
+        check = subprocess.run([python, "-c", "import dl_loader._core"],
+                               env=dict(env, PYTHONPATH=os.path.realpath(companion)),
+                               capture_output=True, timeout=120)
+        if check.returncode != 0:
+            return (f"needs the dl_loader module: {python} cannot import it from {companion}: "
+                    f"{last(check.stderr.decode(errors='replace'))}")
         return None
 
     # --- the kinds
