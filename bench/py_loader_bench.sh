@@ -5,8 +5,10 @@
 # as a Python module, worker threads) and through torch's DataLoader with torchvision's
 # transforms (worker processes), at equal cores: 0 workers (one thread does everything) and 2
 # workers (bench/reference/py_loader_side.py). Two sets, made by bench/make_jpeg_set: 256 px
-# squares and photo-sized images (sides 300-1000 px). Prints a Markdown table of medians and
-# ratios. Goal: dl_loader >= 4x torchvision.
+# squares and photo-sized images (sides 300-1000 px). dl_loader runs twice: as it is (JPEGs
+# decoded at the scale the crop needs, libjpeg's 1/8, 1/4 or 1/2) and with scaled_decode=False
+# (full size, torchvision's pixels exactly). Prints a Markdown table of medians and ratios, then
+# the decode scales used. Goal: dl_loader >= 4x torchvision.
 #
 # Usage: bench/py_loader_bench.sh [--repeat N] [--build DIR] [--python PATH] [--per-class N]
 #                                 [--workers "0 2"] [--keep DIR]
@@ -54,15 +56,20 @@ cp -rL "$build/python" "$work/python"
 
 rows="$work/rows.tsv"
 : >"$rows"
-side() {  # side SET SIDE WORKERS -> images/s
-  env -u PYTHONPATH -u OMP_NUM_THREADS "$python" "$here/reference/py_loader_side.py" \
-    --side "$2" --data "$work/$1/train" --workers "$3" --module-dir "$work/python" |
-    awk '/^images_per_second/ {print $2}'
+scales="$work/scales.tsv"
+: >"$scales"
+side() {  # side SET SIDE WORKERS -> images/s (the decode scales go to $scales)
+  local out
+  out=$(env -u PYTHONPATH -u OMP_NUM_THREADS "$python" "$here/reference/py_loader_side.py" \
+    --side "$2" --data "$work/$1/train" --workers "$3" --module-dir "$work/python")
+  awk -v set="$1" -v side="$2" '/^decode_scales/ {sub(/^decode_scales /, ""); print set "\t" side "\t" $0}' \
+    <<<"$out" >>"$scales"
+  awk '/^images_per_second/ {print $2}' <<<"$out"
 }
 for set in sq256 photo; do
   for w in $workers; do
     for rep in $(seq 1 "$repeat"); do
-      if ((rep % 2)); then order=(dl torchvision); else order=(torchvision dl); fi
+      if ((rep % 2)); then order=(dl torchvision dl-full); else order=(dl-full torchvision dl); fi
       for s in "${order[@]}"; do
         v=$(side "$set" "$s" "$w")
         printf '%s\t%s\t%s\t%s\n' "$set" "$w" "$s" "$v" >>"$rows"
@@ -72,17 +79,29 @@ for set in sq256 photo; do
   done
 done
 
-"$python" - "$rows" "$repeat" <<'PY'
-import statistics, sys
+"$python" - "$rows" "$repeat" "$scales" <<'PY'
+import ast, statistics, sys
 rows = [line.split("\t") for line in open(sys.argv[1]).read().splitlines()]
 def med(s, w, side):
     return statistics.median(float(r[3]) for r in rows if r[:3] == [s, w, side])
 names = {"sq256": "256 px squares", "photo": "photo-sized, 300-1000 px"}
-print(f"| JPEG set | workers | dl_loader (images/s) | torchvision DataLoader (images/s) | ratio (goal >= 4x) |")
-print("|---|---|---|---|---|")
+print("| JPEG set | workers | dl_loader (images/s) | torchvision DataLoader (images/s) | ratio "
+      "(goal >= 4x) | dl_loader, full-size decode (images/s) | its ratio |")
+print("|---|---|---|---|---|---|---|")
 for s in ("sq256", "photo"):
     for w in sorted({r[1] for r in rows if r[0] == s}, key=int):
-        a, b = med(s, w, "dl"), med(s, w, "torchvision")
-        print(f"| {names[s]} | {w} | {a:.0f} | {b:.0f} | {a / b:.2f}x |")
+        a, b, c = med(s, w, "dl"), med(s, w, "torchvision"), med(s, w, "dl-full")
+        print(f"| {names[s]} | {w} | {a:.0f} | {b:.0f} | {a / b:.2f}x | {c:.0f} | {c / b:.2f}x |")
 print(f"\nMedians of {sys.argv[2]} alternated runs each; each run times its second epoch.")
+print("\nJPEG decode scales, dl_loader's default (M/8: share of decodes, over every run):")
+for s in ("sq256", "photo"):
+    total = {}
+    for line in open(sys.argv[3]).read().splitlines():
+        set_, side, counts = line.split("\t")
+        if set_ == s and side == "dl":
+            for m, n in ast.literal_eval(counts).items():
+                total[m] = total.get(m, 0) + n
+    n = sum(total.values()) or 1
+    print(f"- {names[s]}: " + ", ".join(f"{m}/8 {100 * total[m] / n:.1f}%"
+                                        for m in sorted(total, reverse=True)))
 PY

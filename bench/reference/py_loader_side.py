@@ -8,8 +8,11 @@ process gets one intra-op thread, so "workers 0" is one thread doing all the wor
 Times the last of --epochs epochs (the first starts the workers and warms the page cache) and
 prints one line: ``images_per_second <value>``.
 
-    py_loader_side.py --side dl|torchvision --data DIR [--workers N] [--epochs N] [--batch N]
-                      [--module-dir DIR]
+    py_loader_side.py --side dl|dl-full|torchvision --data DIR [--workers N] [--epochs N]
+                      [--batch N] [--module-dir DIR]
+
+dl-full is dl_loader with scaled_decode=False (every JPEG decoded at full size, as PIL does); the
+dl sides also print ``decode_scales {M: JPEGs decoded at M/8}`` over all epochs.
 """
 import argparse
 import sys
@@ -18,7 +21,7 @@ import time
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--side", choices=["dl", "torchvision"], required=True)
+    parser.add_argument("--side", choices=["dl", "dl-full", "torchvision"], required=True)
     parser.add_argument("--data", required=True, help="ImageFolder root (one folder per class)")
     parser.add_argument("--workers", type=int, default=0)
     parser.add_argument("--epochs", type=int, default=2)
@@ -36,11 +39,12 @@ def main() -> int:
 
     torch.set_num_threads(1)
     torch.manual_seed(1)
-    if args.side == "dl":
+    if args.side in ("dl", "dl-full"):
         import dl_loader
 
         loader = dl_loader.Loader(args.data, batch_size=args.batch, workers=args.workers,
-                                  shuffle=True, drop_last=True, seed=1)
+                                  shuffle=True, drop_last=True, seed=1,
+                                  scaled_decode=args.side == "dl")
     else:
         from torch.utils.data import DataLoader
         from torchvision import datasets, transforms
@@ -64,6 +68,8 @@ def main() -> int:
             images += data.shape[0]
         rate = images / (time.perf_counter() - start)
     print(f"images_per_second {rate:.1f}")
+    if args.side != "torchvision":
+        print(f"decode_scales {dict(sorted(loader.decode_scales.items()))}")
     return 0
 
 

@@ -91,6 +91,9 @@ class Loader:
     dtype: torch.float32 (normalised with mean/std: ImageNet's for image files, measured for IDX
     and CIFAR) or torch.uint8 (the decoded bytes, without a copy). channels_last: NHWC memory.
     pin_memory: page-locked batches for non_blocking copies (default: where CUDA is available).
+    scaled_decode: JPEGs decoded at the smallest scale M/8 that keeps the crop (validation: the
+    resize) at least image_size, as DALI and FFCV decode; False decodes at full size, as PIL does
+    (torchvision's pixels exactly, slower on large photos). decode_scales counts them by M.
     """
 
     def __init__(self, data, batch_size=None, *, split="train", train=True, shuffle=None,
@@ -98,7 +101,8 @@ class Loader:
                  sampler=None, rank=None, world_size=None, dtype=torch.float32, mean=None,
                  std=None, channels_last=False, pin_memory=None, prefetch=2,
                  max_bad_fraction=0.01, max_pixels=DEFAULT_MAX_PIXELS, scale=(0.08, 1.0),
-                 ratio=(3.0 / 4.0, 4.0 / 3.0), flip=0.5, crop_fraction=0.875):
+                 ratio=(3.0 / 4.0, 4.0 / 3.0), flip=0.5, crop_fraction=0.875,
+                 scaled_decode=True):
         plan = _plan()
         self.data = os.fspath(data)
         self.batch_size = _positive("batch_size", batch_size if batch_size is not None
@@ -154,7 +158,7 @@ class Loader:
             prefetch=_positive("prefetch", prefetch), drop_last=self.drop_last, seed=self.seed,
             max_pixels=_positive("max_pixels", max_pixels), scale_min=scale[0],
             scale_max=scale[1], ratio_min=ratio[0], ratio_max=ratio[1], flip=flip,
-            crop_fraction=crop_fraction, cudart=cudart,
+            crop_fraction=crop_fraction, scaled_decode=bool(scaled_decode), cudart=cudart,
             warn=lambda line: _log.warning("%s", line))
         if callable(indices):  # a split of the part, once its size is known
             indices = indices(self._core.size)
@@ -226,6 +230,11 @@ class Loader:
 
     def describe(self):
         return self._core.describe()
+
+    @property
+    def decode_scales(self):
+        """{M: JPEGs decoded at scale M/8 so far}, the scales used (8 is full size)."""
+        return dict(self._core.decode_scales)
 
     def failures(self):
         """The samples that could not be loaded so far: (index, path, reason, detail)."""

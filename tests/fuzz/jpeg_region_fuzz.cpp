@@ -1,6 +1,7 @@
 // Fuzzes the partial JPEG decoder (decode_jpeg_window), which decodes the image files of
-// ImageFolder and CSV data sets. Its last bytes choose the channels and the window (as a crop
-// plan would, anywhere, even outside the image); the rest is the file. The decoder refuses bad
+// ImageFolder and CSV data sets. Its last bytes choose the channels, the window (as a crop plan
+// would, anywhere, even outside the image) and the size it must keep (so the scale); the rest is
+// the file. The decoder refuses bad
 // data by returning false and must not throw: any exception, crash or sanitizer report is a
 // finding. A decoded window is read whole, row by row, as the transform reads it, so a region that
 // points outside the buffer shows as a heap overflow.
@@ -21,6 +22,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   window.left = in.ConsumeIntegral<std::int16_t>();
   window.height = in.ConsumeIntegral<std::int16_t>();
   window.width = in.ConsumeIntegral<std::int16_t>();
+  // The output size a crop must keep (0: full-size decode), so the scaled decodes are fuzzed too.
+  window.min_height = in.ConsumeIntegral<std::uint8_t>();
+  window.min_width = in.ConsumeIntegral<std::uint8_t>();
   const std::vector<std::uint8_t> file = in.ConsumeRemainingBytes<std::uint8_t>();
 
   std::vector<std::uint8_t> buffer;
@@ -38,10 +42,18 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       (region.channels != 1 && region.channels != 3) || (channels == 1 && region.channels != 1)) {
     __builtin_trap();  // the window is clamped to the image, the channels are the ones asked for
   }
+  if (region.scale < 1 || region.scale > 8 || region.rows < 1 || region.cols < 1 ||
+      (region.scale == 8 && (region.rows != w.height || region.cols != w.width)) ||
+      region.box_top < 0 || region.box_left < 0 || region.box_bottom > region.rows ||
+      region.box_right > region.cols || region.box_top >= region.box_bottom ||
+      region.box_left >= region.box_right) {
+    __builtin_trap();  // the decoded block holds the window's box
+  }
+  // The block is read whole, as the transforms read it.
   std::int64_t sum = 0;
-  for (int y = 0; y < w.height; ++y) {
+  for (int y = 0; y < region.rows; ++y) {
     const std::uint8_t* row = region.pixels + static_cast<std::size_t>(y) * region.row_stride;
-    for (int x = 0; x < w.width * region.channels; ++x) sum += row[x];
+    for (int x = 0; x < region.cols * region.channels; ++x) sum += row[x];
   }
   dl::fuzz::sink = sum;
   return 0;

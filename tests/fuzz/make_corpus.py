@@ -111,10 +111,12 @@ def settings():
     write("settings", "no-equals", "epochs 3\n")
 
 
-# --- JPEG (jpeg_region_fuzz.cpp): a file, then 9 bytes the harness reads from the end: the window
-# (width, height, left, top as int16, little-endian, last first) and the channels (odd: 3) ---------
-def jpeg_tail(top, left, height, width, colour):
-    return struct.pack("<hhhhB", width, height, left, top, 1 if colour else 0)
+# --- JPEG (jpeg_region_fuzz.cpp): a file, then 11 bytes the harness reads from the end: the size
+# the window must keep (min width, min height: a byte each; 0 decodes at full size), the window
+# (width, height, left, top as int16, little-endian, last first) and the channels (odd: 3) -------
+def jpeg_tail(top, left, height, width, colour, min_height=0, min_width=0):
+    return struct.pack("<BBhhhhB", min_width, min_height, width, height, left, top,
+                       1 if colour else 0)
 
 
 def jpeg():
@@ -140,6 +142,11 @@ def jpeg():
     write("jpeg_region", "cmyk", encode(cmyk) + jpeg_tail(0, 0, 8, 8, True))
     write("jpeg_region", "truncated", encode(rgb)[:300] + jpeg_tail(16, 16, 8, 8, True))
     write("jpeg_region", "restart-markers", encode(rgb, quality=50) + jpeg_tail(1, 1, 22, 38, True))
+    # Decoded at 1/8 (the whole image, to keep 3 x 5) and at 1/2 (a crop, to keep 6 x 10).
+    write("jpeg_region", "rgb-scaled-whole", encode(rgb) + jpeg_tail(0, 0, 24, 40, True, 3, 5))
+    write("jpeg_region", "rgb-scaled-crop", encode(rgb, quality=80) +
+          jpeg_tail(5, 7, 13, 21, True, 6, 10))
+    write("jpeg_region", "grey-scaled", encode(grey) + jpeg_tail(2, 3, 20, 30, False, 5, 7))
 
 
 # --- Checkpoints (checkpoint_fuzz.cpp): what torch.save writes, in the layout dl-train reads ------

@@ -4,6 +4,7 @@
 #include "data/file_list_source.h"
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <map>
 #include <mutex>
@@ -77,6 +78,14 @@ class FileListSource : public SampleSource {
     std::lock_guard<std::mutex> lock(failed_mutex_);
     const auto it = failed_.find(index);
     return it == failed_.end() ? SkipReason::kUndecodable : it->second.reason;
+  }
+
+  DecodeScales decode_scales() const override {
+    DecodeScales out{};
+    for (std::size_t m = 0; m < out.size(); ++m) {
+      out[m] = decode_scales_[m].load(std::memory_order_relaxed);
+    }
+    return out;
   }
 
   std::vector<SkippedFile> failures() const override {
@@ -155,8 +164,10 @@ class FileListSource : public SampleSource {
     return true;
   }
 
-  // JPEGs through libjpeg directly: in training only the planned crop is decoded (see
-  // jpeg_region.h), and the decoder writes RGB, so no channel swap either. kNotHandled for what it
+  // JPEGs through libjpeg directly: in training only the planned crop is decoded, and (with
+  // t.scaled_decode) at the smallest scale M/8 that keeps it the output's size, in evaluation the
+  // whole image at the scale the resize allows (see jpeg_region.h); the decoder writes RGB, so no
+  // channel swap either. kNotHandled for what it
   // does not handle (CMYK, corrupt data), which then goes the OpenCV way and fails there if it
   // must. Draws the same random numbers as the OpenCV path; the loader seeds each sample's stream,
   // so what a failed attempt drew cannot shift any other sample.
@@ -171,16 +182,41 @@ class FileListSource : public SampleSource {
       TrainCrop& crop;
     } planner{t, rng, crop};
     auto choose = [p = &planner](int height, int width) {
-      if (!p->t.train) return Window{0, 0, height, width};
-      p->crop = plan_train_crop(height, width, p->t, p->rng);
-      return Window{p->crop.top, p->crop.left, p->crop.height, p->crop.width};
+      const Transform& tf = p->t;
+      if (!tf.train) {
+        const EvalResize r = plan_eval_resize(height, width, tf);
+        return tf.scaled_decode ? Window{0, 0, height, width, r.resized_height, r.resized_width}
+                                : Window{0, 0, height, width};
+      }
+      p->crop = plan_train_crop(height, width, tf, p->rng);
+      Window w{p->crop.top, p->crop.left, p->crop.height, p->crop.width};
+      if (tf.scaled_decode) {
+        w.min_height = tf.out.height;
+        w.min_width = tf.out.width;
+      }
+      return w;
     };
     JpegRegion region;
     const JpegOutcome outcome =
         decode_jpeg_window(encoded.data(), encoded.size(), t.out.channels == 1 ? 1 : 3, max_pixels_,
                            choose, pixels, &region);
     if (outcome == JpegOutcome::kDecoded) {
-      if (t.train) {
+      decode_scales_[static_cast<std::size_t>(region.scale - 1)].fetch_add(
+          1, std::memory_order_relaxed);
+      if (region.scale < 8) {
+        const ScaledWindow scaled{
+            region.pixels,
+            region.row_stride,
+            region.channels,
+            region.rows,
+            region.cols,
+            Box{region.box_top, region.box_left, region.box_bottom, region.box_right}};
+        if (t.train) {
+          transform_scaled_crop(scaled, crop.flip, t, dst);
+        } else {
+          transform_scaled_eval(scaled, region.image_height, region.image_width, t, dst);
+        }
+      } else if (t.train) {
         transform_planned_crop(region.pixels, region.row_stride, region.channels, crop, t, dst);
       } else {
         transform_interleaved(region.pixels, region.image_height, region.image_width,
@@ -211,6 +247,7 @@ class FileListSource : public SampleSource {
   mutable std::mutex failed_mutex_;
   mutable std::map<std::int64_t, SkippedFile> failed_;
   mutable std::atomic<bool> any_failed_{false};
+  mutable std::array<std::atomic<std::int64_t>, 8> decode_scales_{};
   std::vector<LabelledFile> files_;
   int num_classes_;
   std::string description_;

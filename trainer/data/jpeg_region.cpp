@@ -5,6 +5,7 @@
 #include "data/jpeg_region.h"
 
 #include <algorithm>
+#include <cmath>
 
 #if DL_HAVE_LIBJPEG
 #include <csetjmp>
@@ -17,6 +18,21 @@ namespace dl::data {
 
 bool looks_like_jpeg(const std::uint8_t* data, std::size_t size) {
   return size >= 3 && data[0] == 0xFF && data[1] == 0xD8 && data[2] == 0xFF;
+}
+
+int jpeg_scale_for(int height, int width, int min_height, int min_width) {
+  if (min_height <= 0 || min_width <= 0) return 8;
+  // Only the scales whose reduced IDCT libjpeg-turbo has SIMD code for: decoding at 5/8, 6/8 or
+  // 7/8 (plain C) is slower than at full size, and 3/8 no faster than 4/8 (bench/NOTES.md,
+  // decode_scale_bench).
+  for (const int m : {1, 2, 4}) {
+    // height * m / 8 >= min_height, in integers
+    if (static_cast<std::int64_t>(height) * m >= std::int64_t{8} * min_height &&
+        static_cast<std::int64_t>(width) * m >= std::int64_t{8} * min_width) {
+      return m;
+    }
+  }
+  return 8;
 }
 
 #if DL_HAVE_LIBJPEG
@@ -111,28 +127,47 @@ JpegOutcome decode_jpeg_window(const std::uint8_t* data, std::size_t size, int c
   cinfo.out_color_space = grey ? JCS_GRAYSCALE : JCS_RGB;
   // The slow, exact integer IDCT: the one PIL and OpenCV use, so pixels match theirs.
   cinfo.dct_method = JDCT_ISLOW;
-  jpeg_start_decompress(&cinfo);
 
-  const int image_h = static_cast<int>(cinfo.output_height);
-  const int image_w = static_cast<int>(cinfo.output_width);
+  // The window, in full-size pixels, from the header's size; then the scale it allows.
+  const int image_h = static_cast<int>(cinfo.image_height);
+  const int image_w = static_cast<int>(cinfo.image_width);
   const Window wanted = choose(image_h, image_w);
   const int top = std::clamp(wanted.top, 0, image_h - 1);
   const int left = std::clamp(wanted.left, 0, image_w - 1);
   const int height = std::clamp(wanted.height, 1, image_h - top);
   const int width = std::clamp(wanted.width, 1, image_w - left);
+  const int scale = wanted.force_scale >= 1 && wanted.force_scale <= 8
+                        ? wanted.force_scale
+                        : jpeg_scale_for(height, width, wanted.min_height, wanted.min_width);
+  cinfo.scale_num = static_cast<unsigned int>(scale);
+  cinfo.scale_denom = 8;
+  jpeg_start_decompress(&cinfo);
+
+  // The window in scaled pixels (output pixel i covers full-size pixels [8i/M, 8(i+1)/M)), and
+  // the whole scaled pixels that cover it.
+  const int out_h = static_cast<int>(cinfo.output_height);
+  const int out_w = static_cast<int>(cinfo.output_width);
+  const double k = scale / 8.0;
+  const int block_top = std::min(out_h - 1, static_cast<int>(std::floor(top * k)));
+  const int block_left = std::min(out_w - 1, static_cast<int>(std::floor(left * k)));
+  const int block_bottom =
+      std::clamp(static_cast<int>(std::ceil((top + height) * k)), block_top + 1, out_h);
+  const int block_right =
+      std::clamp(static_cast<int>(std::ceil((left + width) * k)), block_left + 1, out_w);
   // libjpeg upsamples chroma at a partial decode's edges as at the image's edges, so the outer
-  // pixel or two of a window differ from a full decode. A margin of one iMCU (16 pixels, the
-  // largest with 2x2 subsampling) keeps those edges away from the pixels handed out.
-  constexpr int kMargin = 16;
-  const int first_row = std::max(0, top - kMargin);
-  const int last_row = std::min(image_h, top + height + kMargin);
-  const int first_col = std::max(0, left - kMargin);
-  const int last_col = std::min(image_w, left + width + kMargin);
+  // pixel or two of a window differ from a full decode. A margin of one iMCU (16 full-size pixels,
+  // the largest with 2x2 subsampling, so 2M scaled ones) keeps those edges away from the pixels
+  // handed out.
+  const int margin = 2 * scale;
+  const int first_row = std::max(0, block_top - margin);
+  const int last_row = std::min(out_h, block_bottom + margin);
+  const int first_col = std::max(0, block_left - margin);
+  const int last_col = std::min(out_w, block_right + margin);
   const int rows = last_row - first_row;
   // Widened to whole iMCU columns by libjpeg: decoding starts at x_offset <= first_col.
   JDIMENSION x_offset = static_cast<JDIMENSION>(first_col);
   JDIMENSION x_width = static_cast<JDIMENSION>(last_col - first_col);
-  if (last_col - first_col < image_w) jpeg_crop_scanline(&cinfo, &x_offset, &x_width);
+  if (last_col - first_col < out_w) jpeg_crop_scanline(&cinfo, &x_offset, &x_width);
   const int components = cinfo.output_components;
   const std::size_t stride =
       static_cast<std::size_t>(cinfo.output_width) * static_cast<std::size_t>(components);
@@ -150,14 +185,25 @@ JpegOutcome decode_jpeg_window(const std::uint8_t* data, std::size_t size, int c
   jpeg_abort_decompress(&cinfo);
   jpeg_destroy_decompress(&cinfo);
 
-  region->pixels = buffer.data() + static_cast<std::size_t>(top - first_row) * stride +
-                   static_cast<std::size_t>(static_cast<JDIMENSION>(left) - x_offset) *
+  region->pixels = buffer.data() + static_cast<std::size_t>(block_top - first_row) * stride +
+                   static_cast<std::size_t>(static_cast<JDIMENSION>(block_left) - x_offset) *
                        static_cast<std::size_t>(components);
   region->row_stride = stride;
   region->channels = components;
-  region->window = Window{top, left, height, width};
+  region->window = wanted;
+  region->window.top = top;
+  region->window.left = left;
+  region->window.height = height;
+  region->window.width = width;
   region->image_height = image_h;
   region->image_width = image_w;
+  region->scale = scale;
+  region->rows = block_bottom - block_top;
+  region->cols = block_right - block_left;
+  region->box_top = top * k - block_top;
+  region->box_left = left * k - block_left;
+  region->box_bottom = std::min<double>(region->rows, (top + height) * k - block_top);
+  region->box_right = std::min<double>(region->cols, (left + width) * k - block_left);
   return JpegOutcome::kDecoded;
 }
 

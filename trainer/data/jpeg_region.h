@@ -21,21 +21,39 @@ bool jpeg_region_available();
 // Whether the bytes start like a JPEG file (the SOI marker).
 bool looks_like_jpeg(const std::uint8_t* data, std::size_t size);
 
-// A window of an image: rows top..top+height, columns left..left+width.
+// A window of an image: rows top..top+height, columns left..left+width. Where min_height and
+// min_width are set, the window need only keep that many pixels, so it is decoded at the smallest
+// of libjpeg's scales M/8 (M = 1, 2 or 4) at which it still spans them (the DCT-domain downscale
+// that FFCV and DALI decode with: the inverse transform, upsampling and colour conversion of 1/8,
+// 1/4 or 1/2 as many pixels per side); 0 decodes at full size.
 struct Window {
   int top = 0;
   int left = 0;
   int height = 0;
   int width = 0;
+  int min_height = 0;
+  int min_width = 0;
+  // A scale numerator 1..8 to decode at whatever the minimum (what decode_scale_bench measures
+  // every scale with); 0 lets the minimum decide.
+  int force_scale = 0;
 };
+
+// The scale numerator (M of M/8) at which a window of height x width still spans min_height x
+// min_width: the smallest of 1, 2 and 4 that does, else 8 (full size), and 8 where either minimum
+// is 0.
+int jpeg_scale_for(int height, int width, int min_height, int min_width);
 
 // Picks the window to decode once the image's size is known (from its header): a crop planned on
 // the full image, or the whole image. Must not throw.
 using ChooseWindow = std::function<Window(int height, int width)>;
 
-// The decoded window: `pixels` points at its top-left pixel, interleaved RGB (or grey: `channels`
-// is 1 for greyscale JPEGs and when 1 was asked for), rows `row_stride` bytes apart. `window` is
-// the chosen one clamped to the image, and `image_height` x `image_width` the full size.
+// The decoded window: `pixels` points at the top-left pixel of a rows x cols block, interleaved
+// RGB (or grey: `channels` is 1 for greyscale JPEGs and when 1 was asked for), rows `row_stride`
+// bytes apart. `window` is the chosen one clamped to the image, and `image_height` x
+// `image_width` the full size, both in full-size pixels. The block was decoded at scale/8: at 8 it
+// is the window itself (rows = window.height, cols = window.width); below, it is the smallest
+// block of scaled pixels that covers the window, and `box` is where the window lies in it
+// (fractional: the window's edges times scale/8, less the block's corner).
 struct JpegRegion {
   const std::uint8_t* pixels = nullptr;
   std::size_t row_stride = 0;
@@ -43,6 +61,13 @@ struct JpegRegion {
   Window window;
   int image_height = 0;
   int image_width = 0;
+  int scale = 8;
+  int rows = 0;
+  int cols = 0;
+  double box_top = 0;
+  double box_left = 0;
+  double box_bottom = 0;
+  double box_right = 0;
 };
 
 // What decode_jpeg_window made of the data.
@@ -60,8 +85,10 @@ enum class JpegOutcome {
 
 inline constexpr int kMaxProgressiveScans = 1000;
 
-// Decodes the window `choose` picks as `channels` (1 or 3) channels into `buffer` (grown as needed,
-// so a worker reuses one), unless the header says the image has more than `max_pixels` pixels.
+// Decodes the window `choose` picks (from the header's size, before anything is decoded) as
+// `channels` (1 or 3) channels into `buffer` (grown as needed, so a worker reuses one), at the
+// scale its minimum size allows, unless the header says the image has more than `max_pixels`
+// pixels.
 // Any decoding error is kNotHandled; warnings (a truncated file's grey tail) are tolerated, as
 // OpenCV and PIL tolerate them.
 JpegOutcome decode_jpeg_window(const std::uint8_t* data, std::size_t size, int channels,

@@ -27,8 +27,10 @@ double triangle(double x) {
   return x < 1.0 ? 1.0 - x : 0.0;
 }
 
-Coefficients coefficients(int in_size, int out_size) {
-  const double scale = static_cast<double>(in_size) / out_size;
+// Pillow's precompute_coeffs for the box [in0, in1) of a source `in_size` pixels long (the whole
+// of it unless a box is given): taps stay inside the source.
+Coefficients coefficients(int in_size, int out_size, double in0, double in1) {
+  const double scale = (in1 - in0) / out_size;
   const double filterscale = std::max(scale, 1.0);
   const double support = 1.0 * filterscale;  // the bilinear filter's support is 1
   Coefficients c;
@@ -38,7 +40,7 @@ Coefficients coefficients(int in_size, int out_size) {
   c.weights.assign(static_cast<std::size_t>(out_size) * static_cast<std::size_t>(c.ksize), 0);
   std::vector<double> k(static_cast<std::size_t>(c.ksize));
   for (int xx = 0; xx < out_size; ++xx) {
-    const double center = (xx + 0.5) * scale;
+    const double center = in0 + (xx + 0.5) * scale;
     const double ss = 1.0 / filterscale;
     const int xmin = std::max(static_cast<int>(center - support + 0.5), 0);
     const int xmax = std::min(static_cast<int>(center + support + 0.5), in_size) - xmin;
@@ -58,6 +60,10 @@ Coefficients coefficients(int in_size, int out_size) {
     c.count[static_cast<std::size_t>(xx)] = xmax;
   }
   return c;
+}
+
+Coefficients coefficients(int in_size, int out_size) {
+  return coefficients(in_size, out_size, 0.0, in_size);
 }
 
 // Pillow's accumulators are 32-bit: 255 times weights summing to 2^22 stays below 2^31.
@@ -127,6 +133,23 @@ void vertical(const std::uint8_t* src, std::size_t src_stride, int row0, int wid
   }
 }
 
+// As Pillow: the horizontal pass over the source rows the vertical pass reads, into a temporary
+// image, then the vertical pass.
+void two_passes(const std::uint8_t* src, std::size_t src_stride, int channels,
+                const Coefficients& cx, const Coefficients& cy, std::uint8_t* dst, int dst_height,
+                int dst_width, std::size_t dst_stride) {
+  const int first = cy.first.front();
+  const int last = cy.first.back() + cy.count.back();
+  const std::size_t temp_stride =
+      static_cast<std::size_t>(dst_width) * static_cast<std::size_t>(channels);
+  thread_local std::vector<std::uint8_t> temp;
+  const std::size_t bytes = static_cast<std::size_t>(last - first) * temp_stride;
+  if (temp.size() < bytes) temp.resize(bytes);
+  horizontal(src, src_stride, first, last - first, channels, cx, dst_width, temp.data(),
+             temp_stride);
+  vertical(temp.data(), temp_stride, first, dst_width, channels, cy, dst_height, dst, dst_stride);
+}
+
 }  // namespace
 
 void resample_antialias_u8(const std::uint8_t* src, int src_height, int src_width,
@@ -153,15 +176,15 @@ void resample_antialias_u8(const std::uint8_t* src, int src_height, int src_widt
     horizontal(src, src_stride, 0, src_height, channels, cx, dst_width, dst, dst_stride);
     return;
   }
-  // As Pillow: the horizontal pass over the source rows the vertical pass reads, into a
-  // temporary image, then the vertical pass.
-  const int first = cy.first.front();
-  const int last = cy.first.back() + cy.count.back();
-  const std::size_t temp_stride = static_cast<std::size_t>(dst_width) * ch;
-  std::vector<std::uint8_t> temp(static_cast<std::size_t>(last - first) * temp_stride);
-  horizontal(src, src_stride, first, last - first, channels, cx, dst_width, temp.data(),
-             temp_stride);
-  vertical(temp.data(), temp_stride, first, dst_width, channels, cy, dst_height, dst, dst_stride);
+  two_passes(src, src_stride, channels, cx, cy, dst, dst_height, dst_width, dst_stride);
+}
+
+void resample_box_u8(const std::uint8_t* src, int src_height, int src_width, std::size_t src_stride,
+                     int channels, const Box& box, std::uint8_t* dst, int dst_height, int dst_width,
+                     std::size_t dst_stride) {
+  const Coefficients cx = coefficients(src_width, dst_width, box.left, box.right);
+  const Coefficients cy = coefficients(src_height, dst_height, box.top, box.bottom);
+  two_passes(src, src_stride, channels, cx, cy, dst, dst_height, dst_width, dst_stride);
 }
 
 }  // namespace dl::data

@@ -18,4 +18,21 @@ void resample_antialias_u8(const std::uint8_t* src, int src_height, int src_widt
                            std::size_t src_stride, int channels, std::uint8_t* dst, int dst_height,
                            int dst_width, std::size_t dst_stride);
 
+// A rectangle of a source image in pixel coordinates, fractional: rows top..bottom, columns
+// left..right (Pillow's resize box).
+struct Box {
+  double top = 0;
+  double left = 0;
+  double bottom = 0;
+  double right = 0;
+};
+
+// Resizes the box of src into dst as Pillow's Image.resize(size, BILINEAR, box) does: the
+// filter is centred on the box's own coordinates, so a box that does not fall on pixel edges (a
+// crop mapped onto an image decoded at a reduced scale) lands where it would at full size; the
+// taps reach at most the source's edges. Both axes are filtered, whatever the sizes.
+void resample_box_u8(const std::uint8_t* src, int src_height, int src_width, std::size_t src_stride,
+                     int channels, const Box& box, std::uint8_t* dst, int dst_height, int dst_width,
+                     std::size_t dst_stride);
+
 }  // namespace dl::data

@@ -3,6 +3,7 @@
 // device, so images travel as bytes (as timm's prefetcher does).
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <random>
 #include <string>
@@ -23,6 +24,8 @@ struct ImageShape {
 };
 
 // How a sample becomes a tensor of `out` shape.
+using DecodeScales = std::array<std::int64_t, 8>;
+
 struct Transform {
   ImageShape out;           // what every sample is turned into
   bool train = false;       // augment (RandomResizedCrop + flip) or evaluate (resize + center crop)
@@ -32,6 +35,9 @@ struct Transform {
   float ratio_max = 4.0f / 3.0f;
   float flip_probability = 0.5f;
   float eval_crop_fraction = 0.875f;  // resize to out / fraction, center-crop out (224 of 256)
+  // JPEGs decoded at the smallest scale M/8 that keeps the crop (or the evaluation resize) at
+  // least the output's size (jpeg_region.h); false decodes at full size, as PIL does.
+  bool scaled_decode = true;
 };
 
 // "0", "1", ..., "n-1": the names of classes known only by their labels.
@@ -65,6 +71,9 @@ class SampleSource {
   // The samples load() could not load so far, each with its latest reason, in index order (file
   // paths where there are files), for the report at the end of an epoch.
   virtual std::vector<SkippedFile> failures() const { return {}; }
+  // How many JPEGs load() decoded at each scale M/8 so far (element M - 1): the loader bench's
+  // distribution. All zero for sources that decode none.
+  virtual DecodeScales decode_scales() const { return {}; }
 };
 
 }  // namespace dl::data

@@ -148,4 +148,45 @@ void transform_planned_crop(const std::uint8_t* corner, std::size_t row_stride, 
   resize_to_planes(corner, crop.height, crop.width, row_stride, channels, crop.flip, t, dst);
 }
 
+namespace {
+
+void require_scaled_channels(int channels, const Transform& t) {
+  if (channels != t.out.channels && !(channels == 1 && t.out.channels == 3)) {
+    throw std::invalid_argument("a scaled window of " + std::to_string(channels) +
+                                "-channel pixels cannot become " + std::to_string(t.out.channels) +
+                                " channels");
+  }
+}
+
+}  // namespace
+
+void transform_scaled_crop(const ScaledWindow& w, bool flip, const Transform& t,
+                           std::uint8_t* dst) {
+  require_scaled_channels(w.channels, t);
+  const int oh = t.out.height;
+  const int ow = t.out.width;
+  const std::size_t out_row = static_cast<std::size_t>(ow) * static_cast<std::size_t>(w.channels);
+  thread_local std::vector<std::uint8_t> resized_buffer;
+  std::uint8_t* resized = scratch(resized_buffer, out_row * static_cast<std::size_t>(oh));
+  resample_box_u8(w.pixels, w.rows, w.cols, w.row_stride, w.channels, w.box, resized, oh, ow,
+                  out_row);
+  to_planes(resized, out_row, w.channels, 0, 0, oh, ow, flip, dst);
+  replicate_grey(w.channels, t, dst);
+}
+
+void transform_scaled_eval(const ScaledWindow& w, int image_height, int image_width,
+                           const Transform& t, std::uint8_t* dst) {
+  require_scaled_channels(w.channels, t);
+  const EvalResize r = plan_eval_resize(image_height, image_width, t);
+  const std::size_t resized_row =
+      static_cast<std::size_t>(r.resized_width) * static_cast<std::size_t>(w.channels);
+  thread_local std::vector<std::uint8_t> resized_buffer;
+  std::uint8_t* resized =
+      scratch(resized_buffer, resized_row * static_cast<std::size_t>(r.resized_height));
+  resample_box_u8(w.pixels, w.rows, w.cols, w.row_stride, w.channels, w.box, resized,
+                  r.resized_height, r.resized_width, resized_row);
+  to_planes(resized, resized_row, w.channels, r.top, r.left, t.out.height, t.out.width, false, dst);
+  replicate_grey(w.channels, t, dst);
+}
+
 }  // namespace dl::data

@@ -8,6 +8,7 @@
 #include <random>
 
 #include "data/crop_plan.h"
+#include "data/resample.h"
 #include "data/sample_source.h"
 
 namespace dl::data {
@@ -34,5 +35,27 @@ void transform_interleaved(const std::uint8_t* src, int height, int width, int c
 // apart. Gives the same bytes as transform_interleaved on the full image with the same stream.
 void transform_planned_crop(const std::uint8_t* corner, std::size_t row_stride, int channels,
                             const TrainCrop& crop, const Transform& t, std::uint8_t* dst);
+
+// A window decoded at a reduced scale (jpeg_region.h): `pixels` is the top-left of a rows x cols
+// block, interleaved with `channels` channels (t.out.channels, or 1 for a grey image headed for
+// 3), rows row_stride bytes apart, and `box` the window's place in it, fractional.
+struct ScaledWindow {
+  const std::uint8_t* pixels = nullptr;
+  std::size_t row_stride = 0;
+  int channels = 0;
+  int rows = 0;
+  int cols = 0;
+  Box box;
+};
+
+// The train transform of a crop planned on the full image and decoded at a reduced scale: the box
+// resized to the output (Pillow's filter on the box's own coordinates), mirrored when `flip`.
+void transform_scaled_crop(const ScaledWindow& window, bool flip, const Transform& t,
+                           std::uint8_t* dst);
+
+// The evaluation transform of a whole image (image_height x image_width at full size) decoded at
+// a reduced scale: the box resized to plan_eval_resize's size, then its centre crop.
+void transform_scaled_eval(const ScaledWindow& window, int image_height, int image_width,
+                           const Transform& t, std::uint8_t* dst);
 
 }  // namespace dl::data

@@ -67,6 +67,7 @@ DatasetLoader::DatasetLoader(DatasetLoaderOptions options) {
   transform_.ratio_max = options.ratio_max;
   transform_.flip_probability = options.flip_probability;
   transform_.eval_crop_fraction = options.eval_crop_fraction;
+  transform_.scaled_decode = options.scaled_decode;
 
   options_ = std::move(options);
 }

@@ -49,6 +49,7 @@ struct DatasetLoaderOptions {
   float ratio_max = 4.0f / 3.0f;
   float flip_probability = 0.5f;
   float eval_crop_fraction = 0.875f;
+  bool scaled_decode = true;  // data::Transform::scaled_decode: JPEGs decoded at the scale needed
   data::AllocateFn allocate;
   data::ReleaseFn release;
   std::function<void()> poll;  // LoaderConfig::poll
@@ -91,7 +92,11 @@ class DatasetLoader {
   const std::string& kind() const { return kind_; }
   std::string describe() const { return source_->describe(); }
   std::vector<data::SkippedFile> failures() const { return source_->failures(); }
+  data::DecodeScales decode_scales() const { return source_->decode_scales(); }
   std::size_t pool_buffers() const { return loaded().pool_buffers(); }
+  // The float output's blocks so far and their size (0 without a float output).
+  std::size_t float_buffers() const { return float_pool_ ? float_pool_->allocated() : 0; }
+  std::size_t float_buffer_bytes() const { return float_pool_ ? float_pool_->block_bytes() : 0; }
 
  private:
   data::Loader& loaded() const;

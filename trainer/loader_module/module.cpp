@@ -69,6 +69,7 @@ std::unique_ptr<DatasetLoader> make_loader(const py::kwargs& kw) {
   o.ratio_max = kw["ratio_max"].cast<float>();
   o.flip_probability = kw["flip"].cast<float>();
   o.eval_crop_fraction = kw["crop_fraction"].cast<float>();
+  o.scaled_decode = kw["scaled_decode"].cast<bool>();
   if (const std::string cudart = kw["cudart"].cast<std::string>(); !cudart.empty()) {
     std::string why;
     std::optional<PinnedHost> host = pinned_host(cudart, &why);
@@ -260,7 +261,19 @@ PYBIND11_MODULE(_core, m) {
       .def("describe", &DatasetLoader::describe)
       .def("failures", &failures)
       .def("describe_skips", &describe, py::arg("counts"), py::arg("name_files"))
-      .def_property_readonly("pool_buffers", &DatasetLoader::pool_buffers);
+      .def_property_readonly("decode_scales",
+                             [](const DatasetLoader& l) {
+                               // {M: JPEGs decoded at M/8} for the scales used so far
+                               py::dict out;
+                               const dl::data::DecodeScales s = l.decode_scales();
+                               for (std::size_t k = 0; k < s.size(); ++k) {
+                                 if (s[k] > 0) out[py::int_(k + 1)] = s[k];
+                               }
+                               return out;
+                             })
+      .def_property_readonly("pool_buffers", &DatasetLoader::pool_buffers)
+      .def_property_readonly("float_buffers", &DatasetLoader::float_buffers)
+      .def_property_readonly("float_buffer_bytes", &DatasetLoader::float_buffer_bytes);
 
   m.def("plan_train_crops", &plan_train_crops);
   m.def("resized_crop", &resized_crop);

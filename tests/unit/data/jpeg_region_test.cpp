@@ -6,7 +6,10 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <iostream>
 #include <random>
+#include <utility>
 #include <vector>
 
 #include "data/file_list_source.h"
@@ -158,7 +161,7 @@ TEST(JpegRegion, RefusesImagesAboveOpenCvsPixelLimit) {
   std::string file =
       read_file(std::string(DL_SOURCE_DIR) + "/tests/fuzz/corpus/jpeg_region/slow-huge-header");
   ASSERT_GT(file.size(), 9u);
-  file.resize(file.size() - 9);  // the harness's window bytes
+  file.resize(file.size() - 11);  // the harness's window bytes
   std::vector<std::uint8_t> bytes(file.begin(), file.end());
   std::vector<std::uint8_t> buffer;
   JpegRegion r;
@@ -171,8 +174,9 @@ TEST(JpegRegion, RefusesImagesAboveOpenCvsPixelLimit) {
   EXPECT_THROW(cv::imdecode(bytes, cv::IMREAD_GRAYSCALE), cv::Exception);
 }
 
-// The loader's view: the same training crops (same random stream) as decoding the whole file with
-// OpenCV and cropping, byte for byte; and the evaluation transform too.
+// The loader's view at full scale (scaled_decode off): the same training crops (same random
+// stream) as decoding the whole file with OpenCV and cropping, byte for byte; and the evaluation
+// transform too.
 TEST(JpegRegion, ImageFolderCropsEqualFullDecodeCrops) {
   TempDir dir;
   const auto bytes = noisy_jpeg(256, 256, false);
@@ -183,6 +187,7 @@ TEST(JpegRegion, ImageFolderCropsEqualFullDecodeCrops) {
     Transform t;
     t.out = ImageShape{3, 224, 224};
     t.train = train;
+    t.scaled_decode = false;
     for (std::uint32_t seed = 0; seed < 20; ++seed) {
       std::mt19937 rng_a(seed), rng_b(seed);
       std::vector<std::uint8_t> a(t.out.bytes()), b(t.out.bytes());
@@ -192,6 +197,95 @@ TEST(JpegRegion, ImageFolderCropsEqualFullDecodeCrops) {
       EXPECT_EQ(rng_a(), rng_b()) << "the two paths must draw the same random numbers";
     }
   }
+}
+
+TEST(JpegScale, TheSmallestScaleThatKeepsTheMinimum) {
+  EXPECT_EQ(jpeg_scale_for(448, 448, 224, 224), 4);
+  EXPECT_EQ(jpeg_scale_for(447, 448, 224, 224), 8);  // 447 x 4/8 = 223.5: one row short
+  EXPECT_EQ(jpeg_scale_for(896, 900, 224, 224), 2);
+  EXPECT_EQ(jpeg_scale_for(1792, 1792, 224, 224), 1);
+  EXPECT_EQ(jpeg_scale_for(5000, 500, 224, 224), 4);  // the narrow side decides
+  EXPECT_EQ(jpeg_scale_for(256, 256, 224, 224), 8);   // 7/8 would do, but is slower than 8/8
+  EXPECT_EQ(jpeg_scale_for(200, 900, 224, 224), 8);   // smaller than the output: full size
+  EXPECT_EQ(jpeg_scale_for(1000, 1000, 0, 0), 8);     // no minimum: full size
+}
+
+// A window decoded at scale M/8 is, pixel for pixel, the same window cut out of the whole image
+// decoded at M/8 (OpenCV's IMREAD_REDUCED_* modes are libjpeg's 4/8, 2/8 and 1/8), and `box` is
+// the window's edges times M/8 in that block.
+TEST(JpegRegion, ScaledWindowsEqualTheScaledFullDecode) {
+  const auto bytes = noisy_jpeg(611, 517, false);
+  std::vector<std::uint8_t> buffer;
+  for (const auto& [m, mode] :
+       {std::pair{4, cv::IMREAD_REDUCED_COLOR_2}, std::pair{2, cv::IMREAD_REDUCED_COLOR_4},
+        std::pair{1, cv::IMREAD_REDUCED_COLOR_8}}) {
+    cv::Mat full = cv::imdecode(bytes, mode);
+    cv::cvtColor(full, full, cv::COLOR_BGR2RGB);
+    ASSERT_EQ(full.rows, (611 * m + 7) / 8);
+    for (Window w :
+         {Window{0, 0, 611, 517}, Window{37, 101, 333, 251}, Window{300, 260, 311, 257}}) {
+      // The minimum that gives scale m: the window's own size times m/8, rounded down.
+      w.min_height = w.height * m / 8;
+      w.min_width = w.width * m / 8;
+      ASSERT_EQ(jpeg_scale_for(w.height, w.width, w.min_height, w.min_width), m);
+      JpegRegion r;
+      ASSERT_EQ(
+          decode_jpeg_window(
+              bytes.data(), bytes.size(), 3, kNoLimit, [&](int, int) { return w; }, buffer, &r),
+          JpegOutcome::kDecoded);
+      ASSERT_EQ(r.scale, m);
+      const int block_top = w.top * m / 8;
+      const int block_left = w.left * m / 8;
+      EXPECT_EQ(r.rows, std::min(full.rows, ((w.top + w.height) * m + 7) / 8) - block_top);
+      EXPECT_EQ(r.cols, std::min(full.cols, ((w.left + w.width) * m + 7) / 8) - block_left);
+      EXPECT_DOUBLE_EQ(r.box_top, w.top * m / 8.0 - block_top);
+      EXPECT_DOUBLE_EQ(r.box_left, w.left * m / 8.0 - block_left);
+      EXPECT_DOUBLE_EQ(r.box_bottom, (w.top + w.height) * m / 8.0 - block_top);
+      EXPECT_DOUBLE_EQ(r.box_right, (w.left + w.width) * m / 8.0 - block_left);
+      for (int y = 0; y < r.rows; ++y) {
+        const std::uint8_t* got = r.pixels + static_cast<std::size_t>(y) * r.row_stride;
+        const std::uint8_t* want = full.ptr<std::uint8_t>(block_top + y) + block_left * 3;
+        ASSERT_EQ(0, std::memcmp(got, want, static_cast<std::size_t>(r.cols) * 3))
+            << "scale " << m << "/8, row " << y << " of window (" << w.top << ", " << w.left << ")";
+      }
+    }
+  }
+}
+
+// The loader's default: photo-sized JPEGs decoded at the scale the crop allows end near the
+// full-scale result (the same crop, flip and random stream); the difference is the scaled IDCT's
+// smoothing, measured here on noisy pictures, the hardest case, and kept as the bound.
+TEST(JpegRegion, ScaledDecodeCropsStayNearTheFullScaleOnes) {
+  TempDir dir;
+  const auto bytes = noisy_jpeg(900, 700, false);
+  write_bytes(dir.file("a.jpg"), bytes);
+  const auto source = make_file_list_source({{dir.file("a.jpg"), 0}}, dir.path(), "ImageFolder");
+  for (bool train : {true, false}) {
+    Transform full;
+    full.out = ImageShape{3, 224, 224};
+    full.train = train;
+    full.scaled_decode = false;
+    Transform scaled = full;
+    scaled.scaled_decode = true;
+    double total = 0;
+    std::size_t count = 0;
+    for (std::uint32_t seed = 0; seed < 20; ++seed) {
+      std::mt19937 rng_a(seed), rng_b(seed);
+      std::vector<std::uint8_t> a(full.out.bytes()), b(full.out.bytes());
+      ASSERT_TRUE(source->load(0, full, rng_a, a.data()));
+      ASSERT_TRUE(source->load(0, scaled, rng_b, b.data()));
+      EXPECT_EQ(rng_a(), rng_b()) << "the two paths must draw the same random numbers";
+      for (std::size_t i = 0; i < a.size(); ++i) total += std::abs(a[i] - b[i]);
+      count += a.size();
+    }
+    const double mean = total / static_cast<double>(count);
+    std::cout << (train ? "train" : "eval") << ": mean |scaled - full| " << mean << " levels\n";
+    EXPECT_LT(mean, 3.0) << (train ? "train" : "eval");
+  }
+  const DecodeScales scales = source->decode_scales();
+  std::int64_t reduced = 0;
+  for (int m = 0; m < 7; ++m) reduced += scales[static_cast<std::size_t>(m)];
+  EXPECT_GT(reduced, 0) << "a 900 x 700 picture leaves room to decode smaller";
 }
 
 #endif
