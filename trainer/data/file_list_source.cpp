@@ -4,7 +4,6 @@
 #include "data/file_list_source.h"
 
 #include <algorithm>
-#include <array>
 #include <atomic>
 #include <map>
 #include <mutex>
@@ -15,14 +14,8 @@
 #include "data/data_error.h"
 
 #if DL_HAVE_OPENCV
-#include <opencv2/core.hpp>
-#include <opencv2/imgcodecs.hpp>
-
-#include "data/crop_plan.h"
 #include "data/file_bytes.h"
-#include "data/image_header.h"
-#include "data/jpeg_region.h"
-#include "data/transform.h"
+#include "data/image_decode.h"
 #endif
 
 namespace dl::data {
@@ -36,11 +29,6 @@ constexpr std::size_t kKeptBufferBytes = std::size_t{64} << 20;
 
 void trim(std::vector<std::uint8_t>& buffer) {
   if (buffer.capacity() > kKeptBufferBytes) std::vector<std::uint8_t>().swap(buffer);
-}
-
-std::string size_text(std::int64_t width, std::int64_t height, std::int64_t limit) {
-  return std::to_string(width) + "x" + std::to_string(height) +
-         " pixels, more than max-image-pixels " + std::to_string(limit);
 }
 
 class FileListSource : public SampleSource {
@@ -80,13 +68,7 @@ class FileListSource : public SampleSource {
     return it == failed_.end() ? SkipReason::kUndecodable : it->second.reason;
   }
 
-  DecodeScales decode_scales() const override {
-    DecodeScales out{};
-    for (std::size_t m = 0; m < out.size(); ++m) {
-      out[m] = decode_scales_[m].load(std::memory_order_relaxed);
-    }
-    return out;
-  }
+  DecodeScales decode_scales() const override { return read_scale_counters(decode_scales_); }
 
   std::vector<SkippedFile> failures() const override {
     std::lock_guard<std::mutex> lock(failed_mutex_);
@@ -106,125 +88,13 @@ class FileListSource : public SampleSource {
                   error.message);
     }
     if (encoded.empty()) return fail(index, SkipReason::kEmpty, "0 bytes");
-    // Nothing is decoded before its size is known and within the limit.
-    const ImageHeader header = read_image_header(encoded.data(), encoded.size());
-    if (header.format == ImageFormat::kUnknown) {
-      return fail(index, SkipReason::kNotAnImage, "not a JPEG, PNG, BMP, WebP, TIFF or PNM file");
-    }
-    if (!header.sized()) {
-      return fail(index, SkipReason::kUndecodable,
-                  std::string(format_name(header.format)) + " header without a size");
-    }
-    if (header.pixels() > max_pixels_) {
-      return fail(index, SkipReason::kTooLarge,
-                  size_text(header.width, header.height, max_pixels_));
-    }
-    const bool grey = t.out.channels == 1;
-    if (header.format == ImageFormat::kJpeg && jpeg_region_available()) {
-      switch (load_jpeg(encoded, t, rng, dst)) {
-        case JpegOutcome::kDecoded:
-          forget(index);
-          return true;
-        case JpegOutcome::kTooLarge:
-          return fail(index, SkipReason::kTooLarge,
-                      size_text(header.width, header.height, max_pixels_));
-        case JpegOutcome::kTooManyScans:
-          return fail(index, SkipReason::kTooLarge,
-                      "more than " + std::to_string(kMaxProgressiveScans) + " progressive scans");
-        case JpegOutcome::kNotHandled:
-          break;  // CMYK, corrupt: OpenCV tries
-      }
-    }
-    // IMREAD_COLOR drops alpha, expands grey to 3 channels and scales 16-bit samples to 8 bits;
-    // EXIF orientation is ignored because PIL, and so torchvision's reference pipeline, ignores it
-    // too.
-    const int flags =
-        (grey ? cv::IMREAD_GRAYSCALE : cv::IMREAD_COLOR) | cv::IMREAD_IGNORE_ORIENTATION;
-    cv::Mat image;
-    try {
-      image = cv::imdecode(cv::Mat(1, static_cast<int>(encoded.size()), CV_8UC1, encoded.data()),
-                           flags);
-    } catch (const cv::Exception&) {
-      return fail(index, SkipReason::kUndecodable, "the decoder failed");
-    }
-    if (image.empty() || image.depth() != CV_8U) {
-      return fail(index, SkipReason::kUndecodable,
-                  std::string(format_name(header.format)) + " data that does not decode");
-    }
-    transform_interleaved(image.data, image.rows, image.cols, image.channels(), image.step[0], t,
-                          rng, dst);
-    if (!grey && t.out.channels == 3) {
-      // OpenCV decodes BGR. The transform works per channel, so swapping the finished B and R
-      // planes equals converting first, at the cost of the (smaller) output, not the input.
-      const std::size_t plane =
-          static_cast<std::size_t>(t.out.height) * static_cast<std::size_t>(t.out.width);
-      std::swap_ranges(dst, dst + plane, dst + 2 * plane);
+    DecodeFailure failure;
+    if (!decode_image(encoded.data(), encoded.size(), t, rng, max_pixels_, dst, &failure,
+                      &decode_scales_)) {
+      return fail(index, failure.reason, std::move(failure.detail));
     }
     forget(index);
     return true;
-  }
-
-  // JPEGs through libjpeg directly: in training only the planned crop is decoded, and (with
-  // t.scaled_decode) at the smallest scale M/8 that keeps it the output's size, in evaluation the
-  // whole image at the scale the resize allows (see jpeg_region.h); the decoder writes RGB, so no
-  // channel swap either. kNotHandled for what it
-  // does not handle (CMYK, corrupt data), which then goes the OpenCV way and fails there if it
-  // must. Draws the same random numbers as the OpenCV path; the loader seeds each sample's stream,
-  // so what a failed attempt drew cannot shift any other sample.
-  JpegOutcome load_jpeg(const std::vector<std::uint8_t>& encoded, const Transform& t,
-                        std::mt19937& rng, std::uint8_t* dst) const {
-    thread_local std::vector<std::uint8_t> pixels;
-    TrainCrop crop;
-    // One pointer captured, so std::function keeps it inline: no allocation per sample.
-    struct Planner {
-      const Transform& t;
-      std::mt19937& rng;
-      TrainCrop& crop;
-    } planner{t, rng, crop};
-    auto choose = [p = &planner](int height, int width) {
-      const Transform& tf = p->t;
-      if (!tf.train) {
-        const EvalResize r = plan_eval_resize(height, width, tf);
-        return tf.scaled_decode ? Window{0, 0, height, width, r.resized_height, r.resized_width}
-                                : Window{0, 0, height, width};
-      }
-      p->crop = plan_train_crop(height, width, tf, p->rng);
-      Window w{p->crop.top, p->crop.left, p->crop.height, p->crop.width};
-      if (tf.scaled_decode) {
-        w.min_height = tf.out.height;
-        w.min_width = tf.out.width;
-      }
-      return w;
-    };
-    JpegRegion region;
-    const JpegOutcome outcome =
-        decode_jpeg_window(encoded.data(), encoded.size(), t.out.channels == 1 ? 1 : 3, max_pixels_,
-                           choose, pixels, &region);
-    if (outcome == JpegOutcome::kDecoded) {
-      decode_scales_[static_cast<std::size_t>(region.scale - 1)].fetch_add(
-          1, std::memory_order_relaxed);
-      if (region.scale < 8) {
-        const ScaledWindow scaled{
-            region.pixels,
-            region.row_stride,
-            region.channels,
-            region.rows,
-            region.cols,
-            Box{region.box_top, region.box_left, region.box_bottom, region.box_right}};
-        if (t.train) {
-          transform_scaled_crop(scaled, crop.flip, t, dst);
-        } else {
-          transform_scaled_eval(scaled, region.image_height, region.image_width, t, dst);
-        }
-      } else if (t.train) {
-        transform_planned_crop(region.pixels, region.row_stride, region.channels, crop, t, dst);
-      } else {
-        transform_interleaved(region.pixels, region.image_height, region.image_width,
-                              region.channels, region.row_stride, t, rng, dst);
-      }
-    }
-    trim(pixels);
-    return outcome;
   }
 
   // Records why the file could not be loaded, for the loader's count and the trainer's report.
@@ -247,7 +117,7 @@ class FileListSource : public SampleSource {
   mutable std::mutex failed_mutex_;
   mutable std::map<std::int64_t, SkippedFile> failed_;
   mutable std::atomic<bool> any_failed_{false};
-  mutable std::array<std::atomic<std::int64_t>, 8> decode_scales_{};
+  mutable ScaleCounters decode_scales_{};
   std::vector<LabelledFile> files_;
   int num_classes_;
   std::string description_;
