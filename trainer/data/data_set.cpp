@@ -8,12 +8,15 @@
 #include "data/data_error.h"
 #include "data/idx.h"
 #include "data/image_folder.h"
+#include "data/shard_list.h"
+#include "data/shard_source.h"
 
 namespace dl::data {
 namespace {
 
 constexpr const char* kExpected =
-    "expected an IDX or CIFAR-10 directory, an ImageFolder tree or a CSV manifest";
+    "expected an IDX or CIFAR-10 directory, an ImageFolder tree, a CSV manifest or WebDataset "
+    "shards";
 
 bool exists(const std::string& path) {
   struct stat st {};
@@ -37,6 +40,20 @@ bool ends_with(const std::string& text, const std::string& suffix) {
 }  // namespace
 
 DataSet open_data_set(const std::string& location, const ImageFileOptions& options) {
+  // Shards first: a brace pattern or a URL names files that are not at `location` itself.
+  if (names_shards(location) && !(is_dir(location) && has_idx(location))) {
+    DataSet d;
+    d.kind = "shards";
+    if (is_dir(location) && is_dir(location + "/train") && names_shards(location + "/train")) {
+      d.train = open_shards(location + "/train", options);
+      if (is_dir(location + "/val") && names_shards(location + "/val")) {
+        d.val = open_shards(location + "/val", options);
+      }
+    } else {
+      d.train = open_shards(location, options);
+    }
+    return d;
+  }
   if (!exists(location)) {
     throw MissingData("data " + printable_path(location) + ": no such file or directory; " +
                       kExpected);
@@ -65,9 +82,7 @@ DataSet open_data_set(const std::string& location, const ImageFileOptions& optio
     d.kind = "csv";
     d.train = open_csv_manifest(location, options);
   } else {
-    throw DataError("data " + printable_path(location) +
-                    ": not a data set; expected an IDX or CIFAR-10 directory, an ImageFolder tree "
-                    "or a .csv manifest");
+    throw DataError("data " + printable_path(location) + ": not a data set; " + kExpected);
   }
   return d;
 }

@@ -98,7 +98,7 @@ DataSetup setup_data(const TrainConfig& config) {
   }
 
   const data::ImageShape native = d.train->native_shape();
-  const bool files = d.kind == "image-folder" || d.kind == "csv";
+  const bool files = d.kind == "image-folder" || d.kind == "csv" || d.kind == "shards";
   const int default_size = files ? 224 : native.height;
   const int size = config.image_size > 0 ? config.image_size : default_size;
   const int channels = files ? 3 : native.channels;

@@ -82,7 +82,8 @@ data::Transform predict_transform(const model::ModelInfo& info) {
   transform.out = {static_cast<int>(info.in_channels), static_cast<int>(info.image_size),
                    static_cast<int>(info.image_size)};
   transform.train = false;
-  const bool photographs = info.data_kind == "image-folder" || info.data_kind == "csv";
+  const bool photographs =
+      info.data_kind == "image-folder" || info.data_kind == "csv" || info.data_kind == "shards";
   if (!photographs) transform.eval_crop_fraction = 1.0f;
   return transform;
 }

@@ -1,0 +1,210 @@
+// The shard files a `--data` value names (see shard_list.h).
+#include "data/shard_list.h"
+
+#include <dirent.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <fstream>
+#include <stdexcept>
+
+#include "data/data_error.h"
+#include "data/skip_reason.h"
+
+namespace dl::data {
+namespace {
+
+bool ends_with(const std::string& text, const std::string& suffix) {
+  return text.size() >= suffix.size() &&
+         text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+bool starts_with(const std::string& text, const std::string& prefix) {
+  return text.compare(0, prefix.size(), prefix) == 0;
+}
+
+bool is_dir(const std::string& path) {
+  struct stat st {};
+  return stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+bool all_digits(const std::string& s) {
+  return !s.empty() && s.size() <= 18 &&
+         std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
+}
+
+std::string padded(std::uint64_t v, std::size_t width) {
+  std::string s = std::to_string(v);
+  if (s.size() < width) s.insert(0, width - s.size(), '0');
+  return s;
+}
+
+// The alternatives one brace body stands for.
+std::vector<std::string> alternatives(const std::string& body, const std::string& pattern) {
+  const std::size_t dots = body.find("..");
+  if (dots == std::string::npos) {
+    std::vector<std::string> out;
+    std::size_t start = 0;
+    while (true) {
+      const std::size_t comma = body.find(',', start);
+      out.push_back(body.substr(start, comma - start));
+      if (comma == std::string::npos) break;
+      start = comma + 1;
+    }
+    return out;
+  }
+  const std::string a = body.substr(0, dots);
+  const std::string b = body.substr(dots + 2);
+  if (!all_digits(a) || !all_digits(b)) {
+    throw std::invalid_argument("shards " + pattern + ": {" + body +
+                                "}: expected a range of whole numbers, as {000000..000146}");
+  }
+  const std::uint64_t from = std::stoull(a);
+  const std::uint64_t to = std::stoull(b);
+  if (from > to) {
+    throw std::invalid_argument("shards " + pattern + ": {" + body + "}: the range runs backwards");
+  }
+  // Zero-padded ends keep their width, as braceexpand (webdataset's) does.
+  const bool pad = (a.size() > 1 && a[0] == '0') || (b.size() > 1 && b[0] == '0');
+  const std::size_t width = pad ? std::max(a.size(), b.size()) : 0;
+  if (to - from >= 10000000) {
+    throw std::invalid_argument("shards " + pattern + ": {" + body + "}: more than 10000000 names");
+  }
+  std::vector<std::string> out;
+  for (std::uint64_t v = from; v <= to; ++v) out.push_back(padded(v, width));
+  return out;
+}
+
+std::vector<std::string> tar_files_in(const std::string& dir) {
+  std::vector<std::string> out;
+  DIR* d = opendir(dir.c_str());
+  if (d == nullptr) return out;
+  while (const dirent* e = readdir(d)) {
+    const std::string name = e->d_name;
+    if (name.empty() || name[0] == '.' || !ends_with(name, ".tar")) continue;
+    struct stat st {};
+    if (stat((dir + "/" + name).c_str(), &st) == 0 && S_ISREG(st.st_mode)) out.push_back(name);
+  }
+  closedir(d);
+  std::sort(out.begin(), out.end());
+  for (auto& name : out) name = dir + "/" + name;
+  return out;
+}
+
+bool has_folders_besides_splits(const std::string& dir) {
+  DIR* d = opendir(dir.c_str());
+  if (d == nullptr) return false;
+  bool other = false;
+  while (const dirent* e = readdir(d)) {
+    const std::string name = e->d_name;
+    if (name.empty() || name[0] == '.' || name == "train" || name == "val") continue;
+    if (is_dir(dir + "/" + name)) other = true;
+  }
+  closedir(d);
+  return other;
+}
+
+bool remote(const std::string& location) {
+  return starts_with(location, "http://") || starts_with(location, "https://") ||
+         starts_with(location, "s3://");
+}
+
+std::string local(const std::string& location) {
+  if (remote(location)) {
+    throw DataError("shards " + location +
+                    ": http(s):// and s3:// shards are not readable by this build; copy them to a "
+                    "local folder (or mount the bucket) and give that path");
+  }
+  return starts_with(location, "file://") ? location.substr(7) : location;
+}
+
+void check_shard(const std::string& path, const std::string& from) {
+  struct stat st {};
+  if (stat(path.c_str(), &st) != 0) {
+    throw MissingData("shard " + printable_path(path) + " (from " + printable_path(from) +
+                      "): no such file");
+  }
+  if (!S_ISREG(st.st_mode)) {
+    throw DataError("shard " + printable_path(path) + " (from " + printable_path(from) +
+                    "): not a regular file");
+  }
+}
+
+}  // namespace
+
+std::vector<std::string> expand_braces(const std::string& pattern, std::size_t limit) {
+  const std::size_t open = pattern.find('{');
+  const std::size_t close = pattern.find('}');
+  if (open == std::string::npos && close == std::string::npos) return {pattern};
+  if (open == std::string::npos || close == std::string::npos || close < open) {
+    throw std::invalid_argument("shards " + pattern + ": unbalanced braces");
+  }
+  const std::string body = pattern.substr(open + 1, close - open - 1);
+  if (body.find('{') != std::string::npos) {
+    throw std::invalid_argument("shards " + pattern + ": nested braces");
+  }
+  if (body.empty()) throw std::invalid_argument("shards " + pattern + ": an empty {}");
+  const std::vector<std::string> rest = expand_braces(pattern.substr(close + 1), limit);
+  std::vector<std::string> out;
+  for (const std::string& a : alternatives(body, pattern)) {
+    for (const std::string& r : rest) {
+      if (out.size() >= limit) {
+        throw std::invalid_argument("shards " + pattern + ": more than " + std::to_string(limit) +
+                                    " names");
+      }
+      out.push_back(pattern.substr(0, open) + a + r);
+    }
+  }
+  return out;
+}
+
+bool names_shards(const std::string& location) {
+  if (location.find('{') != std::string::npos || remote(location) ||
+      starts_with(location, "file://") || ends_with(location, ".tar") ||
+      ends_with(location, ".shards") || ends_with(location, ".txt")) {
+    return true;
+  }
+  if (!is_dir(location)) return false;
+  if (!tar_files_in(location).empty()) return !has_folders_besides_splits(location);
+  return is_dir(location + "/train") && !tar_files_in(location + "/train").empty();
+}
+
+std::vector<std::string> shard_paths(const std::string& location) {
+  const std::string where = local(location);
+  std::vector<std::string> paths;
+  if (where.find('{') != std::string::npos) {
+    try {
+      paths = expand_braces(where);
+    } catch (const std::invalid_argument& e) {
+      throw DataError(e.what());
+    }
+  } else if (is_dir(where)) {
+    paths = tar_files_in(where);
+    if (paths.empty()) {
+      throw DataError("shards " + printable_path(where) + ": a folder without .tar files");
+    }
+  } else if (ends_with(where, ".shards") || ends_with(where, ".txt")) {
+    std::ifstream in(where);
+    if (!in) throw MissingData("shard list " + printable_path(where) + ": cannot be read");
+    const std::size_t slash = where.rfind('/');
+    const std::string base = slash == std::string::npos ? "" : where.substr(0, slash + 1);
+    std::string line;
+    while (std::getline(in, line)) {
+      while (!line.empty() && (line.back() == '\r' || line.back() == ' ')) line.pop_back();
+      const std::size_t first = line.find_first_not_of(" \t");
+      if (first == std::string::npos || line[first] == '#') continue;
+      std::string entry = local(line.substr(first));
+      if (entry.front() != '/') entry = base + entry;
+      paths.push_back(entry);
+    }
+    if (paths.empty()) {
+      throw DataError("shard list " + printable_path(where) + ": names no shard");
+    }
+  } else {
+    paths = {where};
+  }
+  for (const std::string& p : paths) check_shard(p, location);
+  return paths;
+}
+
+}  // namespace dl::data
