@@ -64,7 +64,7 @@ po::options_description make_train() {
   po::options_description d("Training settings (dl-train)");
   // clang-format off
   d.add_options()
-    ("data", value("data"), "data: an MNIST/Fashion-MNIST IDX or CIFAR-10 directory, an ImageFolder tree, or a CSV manifest (default: Fashion-MNIST)")
+    ("data", value("data"), "data: an MNIST/Fashion-MNIST IDX or CIFAR-10 directory, an ImageFolder tree, a CSV manifest, or WebDataset shards (train-{000000..000146}.tar, a folder of .tar files, a .shards list) (default: Fashion-MNIST)")
     ("model", value("model"), "cnn, resnet18, resnet34, resnet50, or a TorchScript file (.pt) (default cnn)")
     ("epochs", value("epochs"), "epochs (default 10)")
     ("lr", value("lr"), "AdamW learning rate (default 0.001)")

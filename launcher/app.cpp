@@ -107,13 +107,21 @@ BatchCacheKey cache_key(const LaunchOptions& opts, const Launch& l) {
 void check_data(const LaunchOptions& opts, const Launch& launch) {
   if (opts.data.empty()) return;
   const ActAs owner(launch.run_as);
+  // A shard pattern (train-{000000..000146}.tar) is checked by its folder here; dl-train then
+  // names the first shard missing.
+  std::string path = opts.data_path;
+  if (path.compare(0, 7, "file://") == 0) path = path.substr(7);
+  if (const std::size_t brace = path.find('{'); brace != std::string::npos) {
+    const std::size_t slash = path.rfind('/', brace);
+    path = slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
+  }
   struct stat st {};
-  if (stat(opts.data_path.c_str(), &st) == 0) return;
+  if (stat(path.c_str(), &st) == 0) return;
   throw UserError(exit_code::kMissing,
                   opts.data_source + ": data " + opts.data_path + " cannot be found (" +
                       std::strerror(errno) +
                       "); expected an MNIST/Fashion-MNIST IDX or CIFAR-10 directory, an "
-                      "ImageFolder tree or a CSV manifest");
+                      "ImageFolder tree, a CSV manifest or WebDataset shards");
 }
 
 // What this start would do to the run directory, checked where rank 0 runs (the other nodes take

@@ -435,7 +435,8 @@ class BadInputTest(Scratch):
             dl_loader.Loader(missing)
         self.assertEqual(str(caught.exception),
                          f"data {missing}: no such file or directory; expected an IDX or "
-                         "CIFAR-10 directory, an ImageFolder tree or a CSV manifest")
+                         "CIFAR-10 directory, an ImageFolder tree, a CSV manifest or "
+                         "WebDataset shards")
         notes = os.path.join(self.dir, "notes.txt")
         open(notes, "w").write("x")
         with self.assertRaises(dl_loader.DataError) as caught:

@@ -161,7 +161,7 @@ std::vector<std::string> expand_braces(const std::string& pattern, std::size_t l
 bool names_shards(const std::string& location) {
   if (location.find('{') != std::string::npos || remote(location) ||
       starts_with(location, "file://") || ends_with(location, ".tar") ||
-      ends_with(location, ".shards") || ends_with(location, ".txt")) {
+      ends_with(location, ".shards")) {
     return true;
   }
   if (!is_dir(location)) return false;
@@ -183,7 +183,7 @@ std::vector<std::string> shard_paths(const std::string& location) {
     if (paths.empty()) {
       throw DataError("shards " + printable_path(where) + ": a folder without .tar files");
     }
-  } else if (ends_with(where, ".shards") || ends_with(where, ".txt")) {
+  } else if (ends_with(where, ".shards")) {
     std::ifstream in(where);
     if (!in) throw MissingData("shard list " + printable_path(where) + ": cannot be read");
     const std::size_t slash = where.rfind('/');

@@ -1,7 +1,7 @@
 // Which shard files a `--data` value names, as WebDataset users write them: brace notation
 // (`train-{000000..000146}.tar`, `{a,b}` alternatives, several braces multiply), a directory of
-// `.tar` files (in name order), a single `.tar` file, or a list file (`.shards` or `.txt`: one
-// shard a line, relative to the list's folder; `#` comments and blank lines skipped). Local paths
+// `.tar` files (in name order), a single `.tar` file, or a list file (`.shards`: one shard a
+// line, relative to the list's folder; `#` comments and blank lines skipped). Local paths
 // and file:// URLs; http(s):// and s3:// shards are named as not readable by this build.
 #pragma once
 
@@ -15,7 +15,7 @@ namespace dl::data {
 // one line naming the pattern, for an unbalanced brace, an empty or reversed range, or more.
 std::vector<std::string> expand_braces(const std::string& pattern, std::size_t limit = 1000000);
 
-// Whether `location` reads as shards: braces, a .tar file, a .shards or .txt list, or a
+// Whether `location` reads as shards: braces, a .tar file, a .shards list, or a
 // directory that holds .tar files and no folders besides train/ and val/.
 bool names_shards(const std::string& location);
 

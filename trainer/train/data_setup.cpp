@@ -2,7 +2,6 @@
 #include "train/data_setup.h"
 
 #include <spdlog/spdlog.h>
-#include <sys/stat.h>
 
 #include <algorithm>
 #include <cmath>
@@ -20,11 +19,6 @@
 namespace dl::train {
 namespace {
 
-bool exists(const std::string& path) {
-  struct stat st {};
-  return stat(path.c_str(), &st) == 0;
-}
-
 void split_if_needed(DataSetup* d, std::unique_ptr<data::SampleSource> all,
                      const TrainConfig& config) {
   auto [train, val] = hold_out(std::shared_ptr<const data::SampleSource>(std::move(all)),
@@ -34,15 +28,9 @@ void split_if_needed(DataSetup* d, std::unique_ptr<data::SampleSource> all,
 }
 
 std::string resolve_location(const TrainConfig& config) {
-  if (!config.data.empty()) {
-    if (!exists(config.data)) {
-      throw UserError(exit_code::kMissing, "data " + config.data +
-                                               ": no such file or directory; expected an IDX or "
-                                               "CIFAR-10 directory, an ImageFolder tree or a CSV "
-                                               "manifest");
-    }
-    return config.data;
-  }
+  // A given location is checked by open_data_set (MissingData, exit 66): a shard pattern
+  // (train-{000000..000146}.tar) names files that are not at the location itself.
+  if (!config.data.empty()) return config.data;
   if (holds_data_set("data")) return "data";
   const std::string fallback = default_data_dir();
   if (fallback.empty()) {

@@ -130,8 +130,8 @@ TEST(DatasetLoader, TheValidationPartAndOneThatIsNotThere) {
   } catch (const dl::data::MissingData& e) {
     EXPECT_EQ(std::string(e.what()), "data " + dir.path() +
                                          "/nothing: no such file or directory; expected an IDX "
-                                         "or CIFAR-10 directory, an ImageFolder tree or a CSV "
-                                         "manifest");
+                                         "or CIFAR-10 directory, an ImageFolder tree, a CSV "
+                                         "manifest or WebDataset shards");
   }
 }
 
