@@ -140,6 +140,43 @@ class InteropTest(Scratch):
         self.assertEqual(dl_loader.Loader(out, batch_size=4).num_samples, 3 * len(self.files))
 
 
+    def test_dl_train_pack_shards_list_with_tar_and_give_the_folders_batches(self):
+        out = os.path.join(self.dir, "packed")
+        r = subprocess.run([DL_TRAIN, "pack", "--data", os.path.join(self.dir, "folder"),
+                            "--out", out, "--shard-size", "20kB"],
+                           capture_output=True, text=True, timeout=300)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn(f"packed {len(self.files)} samples (3 classes) into", r.stdout)
+        shards = sorted(os.listdir(out))
+        self.assertGreater(len(shards), 1)
+        listed = subprocess.run(["tar", "tf", os.path.join(out, shards[0])], check=True,
+                                capture_output=True, text=True).stdout.split()
+        self.assertEqual(listed[:2], ["000000000.jpg", "000000000.cls"])
+        with tarfile.open(os.path.join(out, shards[0])) as t:  # Python's reader agrees
+            self.assertEqual(t.getnames(), listed)
+        figure("dl-train pack's shards", f"{len(shards)} listed by tar tf and tarfile: "
+               f"{r.stdout.strip()}")
+        for train in (True, False):
+            self.assert_same_batches(out, train)
+        # Packing again writes the same bytes; shards there already are refused without
+        # --overwrite (78).
+        again = subprocess.run([DL_TRAIN, "pack", "--data", os.path.join(self.dir, "folder"),
+                                "--out", out, "--shard-size", "20kB"],
+                               capture_output=True, text=True, timeout=300)
+        self.assertEqual(again.returncode, 78, again.stderr)
+        def contents():
+            result = {}
+            for n in shards:
+                with open(os.path.join(out, n), "rb") as f:
+                    result[n] = f.read()
+            return result
+
+        before = contents()
+        subprocess.run([DL_TRAIN, "pack", "--data", os.path.join(self.dir, "folder"), "--out", out,
+                        "--shard-size", "20kB", "--overwrite"], check=True, capture_output=True)
+        self.assertEqual(before, contents())
+
+
 class TrainTest(Scratch):
     def train(self, data, *extra):
         env = dict(os.environ, DL_RUN_DIR=os.path.join(self.dir, "run"))

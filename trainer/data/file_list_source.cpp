@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cctype>
 #include <map>
 #include <mutex>
 #include <string>
@@ -60,6 +61,21 @@ class FileListSource : public SampleSource {
     const bool done = load_from(encoded, index, t, rng, dst);
     trim(encoded);
     return done;
+  }
+
+  bool encoded_file(std::int64_t index, std::vector<std::uint8_t>& bytes,
+                    std::string* extension) const override {
+    const std::string& path = files_[static_cast<std::size_t>(index)].path;
+    if (!read_file_into(path, bytes, nullptr, max_bytes_) || bytes.empty()) return false;
+    const std::size_t slash = path.rfind('/');
+    const std::size_t dot = path.rfind('.');
+    std::string ext = dot == std::string::npos || (slash != std::string::npos && dot < slash)
+                          ? ""
+                          : path.substr(dot + 1);
+    std::transform(ext.begin(), ext.end(), ext.begin(),
+                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    *extension = ext;
+    return true;
   }
 
   SkipReason skip_reason(std::int64_t index) const override {

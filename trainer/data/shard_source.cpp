@@ -149,6 +149,21 @@ class ShardSource : public SampleSource {
     return done;
   }
 
+  bool encoded_file(std::int64_t index, std::vector<std::uint8_t>& bytes,
+                    std::string* extension) const override {
+    const ShardSample& s = samples_[static_cast<std::size_t>(index)];
+    std::uint64_t shard_size = 0;
+    const Fd fd(open_regular(shards_[s.shard], &shard_size));
+    if (fd.get() < 0 || s.size > max_bytes_ || s.offset + s.size > shard_size) return false;
+    bytes.resize(static_cast<std::size_t>(s.size));
+    std::string key;
+    if (!read_at(fd.get(), s.offset, bytes.data(), s.size) ||
+        !split_name(s.name, &key, extension)) {
+      return false;
+    }
+    return true;
+  }
+
   SkipReason skip_reason(std::int64_t index) const override {
     std::lock_guard<std::mutex> lock(failed_mutex_);
     const auto it = failed_.find(index);

@@ -15,6 +15,7 @@
 #include "train/config.h"
 #include "train/eval_config.h"
 #include "train/evaluate_mode.h"
+#include "train/pack_mode.h"
 #include "train/predict_mode.h"
 #include "train/probe_mode.h"
 #include "train/trainer.h"
@@ -46,6 +47,7 @@ int run(int argc, const char* const argv[]) {
   if (argc > 1 && (std::string(argv[1]) == "evaluate" || std::string(argv[1]) == "predict")) {
     return run_checkpoint_command(argc - 1, argv + 1);
   }
+  if (argc > 1 && std::string(argv[1]) == "pack") return run_pack(argc - 1, argv + 1);
   const ParsedArgs args = parse_train_args(argc, argv);
   if (args.help) {
     std::cout << train_usage();
