@@ -166,6 +166,13 @@ std::string current_directory() {
 
 std::string absolute_path(const std::string& path, const std::string& base) {
   if (path.empty() || path.front() == '/') return path;
+  // A URL (s3://bucket/x, https://host/x, file:///x) is not a path relative to anything.
+  const std::size_t scheme = path.find("://");
+  if (scheme != std::string::npos && scheme > 0 &&
+      path.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789+.-") ==
+          scheme) {
+    return path;
+  }
   std::string joined = std::filesystem::path(base + "/" + path).lexically_normal().string();
   while (joined.size() > 1 && joined.back() == '/') joined.pop_back();
   return joined;

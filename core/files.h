@@ -43,7 +43,7 @@ std::string not_regular_file(mode_t mode);
 std::string current_directory();
 
 // `path` made absolute against `base` and normalised lexically ("ws/./data" -> "/home/u/ws/data");
-// an absolute or empty path is returned as it is.
+// an absolute or empty path, and a URL (s3://..., https://...), is returned as it is.
 std::string absolute_path(const std::string& path, const std::string& base);
 
 // "a/b/c" -> "a/b"; "c" -> "."; "/c" -> "/".

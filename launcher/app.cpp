@@ -110,6 +110,10 @@ void check_data(const LaunchOptions& opts, const Launch& launch) {
   // A shard pattern (train-{000000..000146}.tar) is checked by its folder here; dl-train then
   // names the first shard missing.
   std::string path = opts.data_path;
+  // A remote store's URL is dl-train's to judge (it says in one line what it reads).
+  for (const char* scheme : {"http://", "https://", "s3://"}) {
+    if (path.rfind(scheme, 0) == 0) return;
+  }
   if (path.compare(0, 7, "file://") == 0) path = path.substr(7);
   if (const std::size_t brace = path.find('{'); brace != std::string::npos) {
     const std::size_t slash = path.rfind('/', brace);
