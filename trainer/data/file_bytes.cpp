@@ -106,4 +106,17 @@ bool read_file_into(const std::string& path, std::vector<std::uint8_t>& out, Fil
   return true;
 }
 
+bool read_fully_at(int fd, std::uint64_t offset, void* out, std::size_t n) {
+  auto* p = static_cast<unsigned char*>(out);
+  while (n > 0) {
+    const ssize_t got = pread(fd, p, n, static_cast<off_t>(offset));
+    if (got < 0 && errno == EINTR) continue;
+    if (got <= 0) return false;
+    p += got;
+    n -= static_cast<std::size_t>(got);
+    offset += static_cast<std::uint64_t>(got);
+  }
+  return true;
+}
+
 }  // namespace dl::data

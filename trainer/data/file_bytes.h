@@ -2,12 +2,17 @@
 // not by name) and image files read by the loader's workers.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <limits>
 #include <string>
 #include <vector>
 
 namespace dl::data {
+
+// Reads exactly n bytes at `offset` of the open file `fd` with pread (retrying on EINTR, the
+// descriptor's own offset untouched). False on an error or when the file ends first.
+bool read_fully_at(int fd, std::uint64_t offset, void* out, std::size_t n);
 
 // The file's bytes, gunzipped when it is gzip data (zlib reads other files unchanged). Throws
 // DataError naming the file when it is missing, unreadable, or a damaged gzip stream.

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "data/data_error.h"
+#include "data/file_bytes.h"
 #include "data/image_decode.h"
 #include "data/shard_list.h"
 #include "data/tar_listing.h"
@@ -65,18 +66,6 @@ int open_regular(const std::string& path, std::uint64_t* size) {
   }
   *size = static_cast<std::uint64_t>(st.st_size);
   return fd;
-}
-
-bool read_at(int fd, std::uint64_t offset, std::uint8_t* out, std::size_t n) {
-  while (n > 0) {
-    const ssize_t got = pread(fd, out, n, static_cast<off_t>(offset));
-    if (got < 0 && errno == EINTR) continue;
-    if (got <= 0) return false;
-    out += got;
-    n -= static_cast<std::size_t>(got);
-    offset += static_cast<std::uint64_t>(got);
-  }
-  return true;
 }
 
 // WebDataset's split of a member name: the key is the path up to the first dot of the file name,
@@ -157,7 +146,7 @@ class ShardSource : public SampleSource {
     if (fd.get() < 0 || s.size > max_bytes_ || s.offset + s.size > shard_size) return false;
     bytes.resize(static_cast<std::size_t>(s.size));
     std::string key;
-    if (!read_at(fd.get(), s.offset, bytes.data(), s.size) ||
+    if (!read_fully_at(fd.get(), s.offset, bytes.data(), s.size) ||
         !split_name(s.name, &key, extension)) {
       return false;
     }
@@ -188,7 +177,8 @@ class ShardSource : public SampleSource {
     if (fd.get() < 0) return fail(index, SkipReason::kUnreadable, std::strerror(errno));
     encoded.resize(static_cast<std::size_t>(s.size));
     // A shard that shrank since it was indexed gives what is left: a short read is unreadable.
-    if (s.offset + s.size > shard_size || !read_at(fd.get(), s.offset, encoded.data(), s.size)) {
+    if (s.offset + s.size > shard_size ||
+        !read_fully_at(fd.get(), s.offset, encoded.data(), s.size)) {
       return fail(index, SkipReason::kUnreadable, "the shard is shorter than when it was indexed");
     }
     DecodeFailure failure;
@@ -270,10 +260,10 @@ void index_shard(const std::string& path, std::uint32_t shard, std::vector<Shard
     } else if (field == "cls" && !has_label) {
       has_label = true;
       std::string text(static_cast<std::size_t>(std::min(m.size, kMaxLabelBytes + 1)), '\0');
-      label_ok =
-          m.size <= kMaxLabelBytes &&
-          read_at(fd.get(), m.offset, reinterpret_cast<std::uint8_t*>(text.data()), text.size()) &&
-          parse_label(text, &current.label);
+      label_ok = m.size <= kMaxLabelBytes &&
+                 read_fully_at(fd.get(), m.offset, reinterpret_cast<std::uint8_t*>(text.data()),
+                               text.size()) &&
+                 parse_label(text, &current.label);
     }
   }
   close_sample();

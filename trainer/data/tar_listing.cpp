@@ -5,11 +5,10 @@
 // webdataset's TarWriter write these.
 #include "data/tar_listing.h"
 
-#include <unistd.h>
-
 #include <array>
-#include <cerrno>
 #include <cstring>
+
+#include "data/file_bytes.h"
 
 namespace dl::data {
 namespace {
@@ -18,19 +17,6 @@ constexpr std::uint64_t kBlock = 512;
 constexpr std::size_t kMaxPaxBytes = std::size_t{1} << 20;
 
 using Block = std::array<unsigned char, kBlock>;
-
-bool read_at(int fd, std::uint64_t offset, void* out, std::size_t n) {
-  auto* p = static_cast<unsigned char*>(out);
-  while (n > 0) {
-    const ssize_t got = pread(fd, p, n, static_cast<off_t>(offset));
-    if (got < 0 && errno == EINTR) continue;
-    if (got <= 0) return false;
-    p += got;
-    n -= static_cast<std::size_t>(got);
-    offset += static_cast<std::uint64_t>(got);
-  }
-  return true;
-}
 
 std::string field(const Block& b, std::size_t at, std::size_t len) {
   std::size_t n = 0;
@@ -143,7 +129,7 @@ TarListing list_tar(int fd, std::uint64_t size, const TarLimits& limits) {
       out.complete = true;
       return out;
     }
-    if (pos + kBlock > size || !read_at(fd, pos, b.data(), kBlock)) {
+    if (pos + kBlock > size || !read_fully_at(fd, pos, b.data(), kBlock)) {
       out.problems.push_back("a header cut short" + at_byte(pos) + " (truncated file)");
       return out;
     }
@@ -194,7 +180,7 @@ TarListing list_tar(int fd, std::uint64_t size, const TarLimits& limits) {
         refuse_next = true;
       } else {
         std::string data(static_cast<std::size_t>(member_size), '\0');
-        if (!read_at(fd, data_at, data.data(), data.size())) {
+        if (!read_fully_at(fd, data_at, data.data(), data.size())) {
           out.problems.push_back("a header cut short" + at_byte(data_at) + " (truncated file)");
           return out;
         }
