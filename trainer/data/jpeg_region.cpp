@@ -88,6 +88,50 @@ bool supported(const jpeg_decompress_struct& cinfo) {
          pixels <= kMaxPixels;
 }
 
+// The whole scaled pixels that cover a window (output pixel i covers full-size pixels
+// [8i/M, 8(i+1)/M)), within the out_h x out_w scaled image.
+struct Block {
+  int top = 0;
+  int left = 0;
+  int bottom = 0;
+  int right = 0;
+};
+
+Block scaled_block(int top, int left, int height, int width, int scale, int out_h, int out_w) {
+  const double k = scale / 8.0;
+  Block b;
+  b.top = std::min(out_h - 1, static_cast<int>(std::floor(top * k)));
+  b.left = std::min(out_w - 1, static_cast<int>(std::floor(left * k)));
+  b.bottom = std::clamp(static_cast<int>(std::ceil((top + height) * k)), b.top + 1, out_h);
+  b.right = std::clamp(static_cast<int>(std::ceil((left + width) * k)), b.left + 1, out_w);
+  return b;
+}
+
+// Decodes `rows` rows from `first_row` on into `out`, `stride` bytes apart; the rows above are
+// skipped (entropy-decoded only). A truncated file's missing rows come out grey.
+void read_rows(jpeg_decompress_struct* cinfo, int first_row, int rows, std::size_t stride,
+               std::uint8_t* out) {
+  if (first_row > 0) jpeg_skip_scanlines(cinfo, static_cast<JDIMENSION>(first_row));
+  for (int y = 0; y < rows;) {
+    JSAMPROW row = out + static_cast<std::size_t>(y) * stride;
+    const JDIMENSION got = jpeg_read_scanlines(cinfo, &row, 1);
+    if (got == 0) break;  // truncated data: libjpeg pads with grey and warns; never loops
+    y += static_cast<int>(got);
+  }
+}
+
+// The block's size, and where the region's (clamped) window lies in it, fractional.
+void set_box(JpegRegion* region, const Block& block, int scale) {
+  const double k = scale / 8.0;
+  const Window& w = region->window;
+  region->rows = block.bottom - block.top;
+  region->cols = block.right - block.left;
+  region->box_top = w.top * k - block.top;
+  region->box_left = w.left * k - block.left;
+  region->box_bottom = std::min<double>(region->rows, (w.top + w.height) * k - block.top);
+  region->box_right = std::min<double>(region->cols, (w.left + w.width) * k - block.left);
+}
+
 }  // namespace
 
 bool jpeg_region_available() {
@@ -143,26 +187,18 @@ JpegOutcome decode_jpeg_window(const std::uint8_t* data, std::size_t size, int c
   cinfo.scale_denom = 8;
   jpeg_start_decompress(&cinfo);
 
-  // The window in scaled pixels (output pixel i covers full-size pixels [8i/M, 8(i+1)/M)), and
-  // the whole scaled pixels that cover it.
   const int out_h = static_cast<int>(cinfo.output_height);
   const int out_w = static_cast<int>(cinfo.output_width);
-  const double k = scale / 8.0;
-  const int block_top = std::min(out_h - 1, static_cast<int>(std::floor(top * k)));
-  const int block_left = std::min(out_w - 1, static_cast<int>(std::floor(left * k)));
-  const int block_bottom =
-      std::clamp(static_cast<int>(std::ceil((top + height) * k)), block_top + 1, out_h);
-  const int block_right =
-      std::clamp(static_cast<int>(std::ceil((left + width) * k)), block_left + 1, out_w);
+  const Block block = scaled_block(top, left, height, width, scale, out_h, out_w);
   // libjpeg upsamples chroma at a partial decode's edges as at the image's edges, so the outer
   // pixel or two of a window differ from a full decode. A margin of one iMCU (16 full-size pixels,
   // the largest with 2x2 subsampling, so 2M scaled ones) keeps those edges away from the pixels
   // handed out.
   const int margin = 2 * scale;
-  const int first_row = std::max(0, block_top - margin);
-  const int last_row = std::min(out_h, block_bottom + margin);
-  const int first_col = std::max(0, block_left - margin);
-  const int last_col = std::min(out_w, block_right + margin);
+  const int first_row = std::max(0, block.top - margin);
+  const int last_row = std::min(out_h, block.bottom + margin);
+  const int first_col = std::max(0, block.left - margin);
+  const int last_col = std::min(out_w, block.right + margin);
   const int rows = last_row - first_row;
   // Widened to whole iMCU columns by libjpeg: decoding starts at x_offset <= first_col.
   JDIMENSION x_offset = static_cast<JDIMENSION>(first_col);
@@ -174,19 +210,13 @@ JpegOutcome decode_jpeg_window(const std::uint8_t* data, std::size_t size, int c
   if (buffer.size() < stride * static_cast<std::size_t>(rows)) {
     buffer.resize(stride * static_cast<std::size_t>(rows));
   }
-  if (first_row > 0) jpeg_skip_scanlines(&cinfo, static_cast<JDIMENSION>(first_row));
-  for (int y = 0; y < rows;) {
-    JSAMPROW row = buffer.data() + static_cast<std::size_t>(y) * stride;
-    const JDIMENSION got = jpeg_read_scanlines(&cinfo, &row, 1);
-    if (got == 0) break;  // truncated data: libjpeg pads with grey and warns; never loops
-    y += static_cast<int>(got);
-  }
+  read_rows(&cinfo, first_row, rows, stride, buffer.data());
   // The rows below the window (and its margin) are never decoded.
   jpeg_abort_decompress(&cinfo);
   jpeg_destroy_decompress(&cinfo);
 
-  region->pixels = buffer.data() + static_cast<std::size_t>(block_top - first_row) * stride +
-                   static_cast<std::size_t>(static_cast<JDIMENSION>(block_left) - x_offset) *
+  region->pixels = buffer.data() + static_cast<std::size_t>(block.top - first_row) * stride +
+                   static_cast<std::size_t>(static_cast<JDIMENSION>(block.left) - x_offset) *
                        static_cast<std::size_t>(components);
   region->row_stride = stride;
   region->channels = components;
@@ -198,12 +228,7 @@ JpegOutcome decode_jpeg_window(const std::uint8_t* data, std::size_t size, int c
   region->image_height = image_h;
   region->image_width = image_w;
   region->scale = scale;
-  region->rows = block_bottom - block_top;
-  region->cols = block_right - block_left;
-  region->box_top = top * k - block_top;
-  region->box_left = left * k - block_left;
-  region->box_bottom = std::min<double>(region->rows, (top + height) * k - block_top);
-  region->box_right = std::min<double>(region->cols, (left + width) * k - block_left);
+  set_box(region, block, scale);
   return JpegOutcome::kDecoded;
 }
 

@@ -112,6 +112,19 @@ std::string pax_path(const std::string& data) {
   return path;
 }
 
+// Why a regular member is refused, or "" when it is listed.
+std::string refusal(const std::string& name, std::uint64_t size, const TarLimits& limits) {
+  if (escapes(name)) return "a name that leaves the archive (refused)";
+  if (name.size() > limits.max_name_bytes) {
+    return "a name of " + std::to_string(name.size()) + " bytes (refused)";
+  }
+  if (size > limits.max_member_bytes) {
+    return std::to_string(size) + " bytes, more than " + std::to_string(limits.max_member_bytes) +
+           " (refused)";
+  }
+  return "";
+}
+
 std::string at_byte(std::uint64_t offset) {
   return " at byte " + std::to_string(offset);
 }
@@ -191,16 +204,8 @@ TarListing list_tar(int fd, std::uint64_t size, const TarLimits& limits) {
         }
       }
     } else if (type == '0' || type == '\0' || type == '7') {  // a regular file
-      if (escapes(name)) {
-        out.problems.push_back("member '" + name + "'" + at_byte(pos) +
-                               ": a name that leaves the archive (refused)");
-      } else if (name.size() > limits.max_name_bytes) {
-        out.problems.push_back("a member name of " + std::to_string(name.size()) + " bytes" +
-                               at_byte(pos) + " (refused)");
-      } else if (member_size > limits.max_member_bytes) {
-        out.problems.push_back("member '" + name + "'" + at_byte(pos) + ": " +
-                               std::to_string(member_size) + " bytes, more than " +
-                               std::to_string(limits.max_member_bytes) + " (refused)");
+      if (const std::string why = refusal(name, member_size, limits); !why.empty()) {
+        out.problems.push_back("member '" + name.substr(0, 200) + "'" + at_byte(pos) + ": " + why);
       } else if (out.members.size() >= limits.max_members) {
         out.problems.push_back("more than " + std::to_string(limits.max_members) +
                                " members: the rest is not read");
