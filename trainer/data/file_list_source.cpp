@@ -103,7 +103,6 @@ class FileListSource : public SampleSource {
       return fail(index, error.too_large ? SkipReason::kTooLarge : SkipReason::kUnreadable,
                   error.message);
     }
-    if (encoded.empty()) return fail(index, SkipReason::kEmpty, "0 bytes");
     DecodeFailure failure;
     if (!decode_image(encoded.data(), encoded.size(), t, rng, max_pixels_, dst, &failure,
                       &decode_scales_)) {
