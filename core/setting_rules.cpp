@@ -137,6 +137,8 @@ const std::map<std::string, Rule>& table() {
       {"max-bad-fraction", real(0, 1)},
       // Up to 2^40: beyond any image a machine could decode, and 8 bytes a pixel stay in range.
       {"max-image-pixels", integer(1, 1ll << 40)},
+      {"shuffle-buffer", integer(0, 1 << 30)},
+      {"read-ahead-mb", integer(1, 1 << 24)},
       // The scale is a float32 tensor; growth 1 with backoff 1 is a fixed loss scale.
       {"loss-scale", real(1, 1e38)},
       {"loss-scale-growth", real(1, 1e6)},

@@ -77,6 +77,8 @@ po::options_description make_train() {
     ("monitor-every", value("monitor-every"), "seconds between resource reports, 0 for none (default 30)")
     ("max-bad-fraction", value("max-bad-fraction"), "undecodable samples tolerated before failing (default 0.01)")
     ("max-image-pixels", value("max-image-pixels"), "image files whose header claims more pixels are skipped as bad samples, unread (default 178956970, PIL's limit)")
+    ("shuffle-buffer", value("shuffle-buffer"), "shards: training reads the shards in an order shuffled per epoch and mixes their samples in a buffer of this many, 0 for none (default 2000)")
+    ("read-ahead-mb", value("read-ahead-mb"), "remote shards (http(s)://, s3://): MiB of whole shards downloaded ahead and kept in memory (default 1024)")
     ("loss-scale", value("loss-scale"), "fp16 GradScaler initial scale (default 65536)")
     ("loss-scale-growth", value("loss-scale-growth"), "GradScaler growth factor (default 2.0)")
     ("loss-scale-backoff", value("loss-scale-backoff"), "GradScaler backoff factor (default 0.5)")

@@ -49,7 +49,7 @@ if ! command -v apt-get >/dev/null 2>&1; then
 fi
 
 # shellcheck disable=SC2206
-packages=($NATIVE_BUILD_PACKAGES $NATIVE_LIB_PACKAGES $NATIVE_PYTHON_MODULE_PACKAGES)
+packages=($NATIVE_BUILD_PACKAGES $NATIVE_LIB_PACKAGES $NATIVE_REMOTE_PACKAGES $NATIVE_PYTHON_MODULE_PACKAGES)
 # shellcheck disable=SC2206
 [ "$want_torch" -eq 1 ] && packages+=($NATIVE_TORCH_PACKAGES)
 # shellcheck disable=SC2206

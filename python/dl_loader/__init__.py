@@ -78,7 +78,8 @@ class Loader:
     """Batches of (images, labels) from a data set dl-train reads.
 
     data: an ImageFolder tree (class folders, or train/ and val/ of them), a .csv manifest, an
-    IDX or CIFAR-10 directory. split: "train" or "val" (a folder's val/, the IDX or CIFAR test
+    IDX or CIFAR-10 directory, or WebDataset shards (a brace pattern, a folder of .tar files, a
+    .shards list; local, file://, http(s):// or s3://). split: "train" or "val" (a folder's val/, the IDX or CIFAR test
     files). train: augment (RandomResizedCrop(scale, ratio) + flip, image files only) and shuffle;
     False resizes to image_size / crop_fraction and centre-crops. indices: the samples to use (a
     held-out part, a Subset's indices), or a function of the part's size that returns them.
@@ -87,6 +88,10 @@ class Loader:
     rank r of world_size takes DistributedSampler(shuffle=shuffle, seed=seed,
     drop_last=drop_last)'s share (train) or every world_size-th sample (train=False, no padding,
     so the ranks' shares add up to the whole part). drop_last also drops the short last batch.
+    Shards without indices or a sampler are read as WebDataset reads them: the shards' order
+    shuffled per epoch, each rank a contiguous run of that stream, mixed in a shuffle buffer of
+    shuffle_buffer samples (0: none); read_ahead_mb bounds the memory remote shards are
+    downloaded ahead into.
 
     dtype: torch.float32 (normalised with mean/std: ImageNet's for image files, measured for IDX
     and CIFAR) or torch.uint8 (the decoded bytes, without a copy). channels_last: NHWC memory.
@@ -102,7 +107,7 @@ class Loader:
                  std=None, channels_last=False, pin_memory=None, prefetch=2,
                  max_bad_fraction=0.01, max_pixels=DEFAULT_MAX_PIXELS, scale=(0.08, 1.0),
                  ratio=(3.0 / 4.0, 4.0 / 3.0), flip=0.5, crop_fraction=0.875,
-                 scaled_decode=True):
+                 scaled_decode=True, shuffle_buffer=2000, read_ahead_mb=1024):
         plan = _plan()
         self.data = os.fspath(data)
         self.batch_size = _positive("batch_size", batch_size if batch_size is not None
@@ -129,6 +134,7 @@ class Loader:
         self.max_bad_fraction = float(max_bad_fraction)
         self.indices = None
         self.sampler = sampler
+        self.shuffle_buffer = _at_least("shuffle_buffer", shuffle_buffer, 0)
         self._prefetch = prefetch
         self._epoch = 0
         self._generation = 0
@@ -156,13 +162,15 @@ class Loader:
             image_size=_at_least("image_size", image_size or 0, 0),
             batch_size=self.batch_size, workers=self.workers,
             prefetch=_positive("prefetch", prefetch), drop_last=self.drop_last, seed=self.seed,
-            max_pixels=_positive("max_pixels", max_pixels), scale_min=scale[0],
+            max_pixels=_positive("max_pixels", max_pixels),
+            read_ahead_mb=_positive("read_ahead_mb", read_ahead_mb), scale_min=scale[0],
             scale_max=scale[1], ratio_min=ratio[0], ratio_max=ratio[1], flip=flip,
             crop_fraction=crop_fraction, scaled_decode=bool(scaled_decode), cudart=cudart,
             warn=lambda line: _log.warning("%s", line))
         if callable(indices):  # a split of the part, once its size is known
             indices = indices(self._core.size)
         self.indices = None if indices is None else [int(i) for i in indices]
+        self._shard_counts = list(self._core.shard_counts)
         self.classes = list(self._core.classes)
         self.class_to_idx = {name: i for i, name in enumerate(self.classes)}
         self.shape = tuple(self._core.shape)  # (channels, height, width)
@@ -186,6 +194,12 @@ class Loader:
             if hasattr(self.sampler, "set_epoch"):
                 self.sampler.set_epoch(epoch)
             order = [int(i) for i in self.sampler]
+        elif self._shard_counts and self.indices is None:
+            # Shards are read shard by shard, their order shuffled, through a shuffle buffer.
+            order = _core.shard_epoch_indices(
+                self._shard_counts, epoch, world_size=self.world_size, rank=self.rank,
+                shuffle=self.shuffle, seed=self.seed, buffer=self.shuffle_buffer,
+                equal_shares=self.train)
         else:
             n = len(self.indices) if self.indices is not None else self._core.size
             order = epoch_indices(n, epoch, seed=self.seed, shuffle=self.shuffle,

@@ -94,9 +94,14 @@ class Scratch(unittest.TestCase):
         self._dir.cleanup()
 
     def assert_same_batches(self, shards, train):
+        # Shards are read shard by shard by default (shard_order.h), a folder in
+        # DistributedSampler's order: training compares the two over one given order.
+        order = (torch.randperm(len(self.files), generator=torch.Generator().manual_seed(3))
+                 .tolist() if train else None)
         a = dl_loader.Loader(os.path.join(self.dir, "folder"), batch_size=4, workers=2, seed=3,
-                             train=train, image_size=32)
-        b = dl_loader.Loader(shards, batch_size=4, workers=2, seed=3, train=train, image_size=32)
+                             train=train, image_size=32, sampler=order)
+        b = dl_loader.Loader(shards, batch_size=4, workers=2, seed=3, train=train, image_size=32,
+                             sampler=order)
         self.assertEqual(len(b), len(a))
         for (xa, ya), (xb, yb) in zip(batches(a), batches(b)):
             self.assertTrue(torch.equal(ya, yb))

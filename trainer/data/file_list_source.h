@@ -27,8 +27,12 @@ struct ImageFileOptions {
   // allocated for them; so are files over 8 bytes a pixel of it (plus 64 MiB of metadata), the
   // most an uncompressed 16-bit RGBA image takes.
   std::int64_t max_pixels = kDefaultMaxImagePixels;
-  // Receives one line per thing worth a warning while listing (a folder link not followed).
+  // Receives one line per thing worth a warning while listing (a folder link not followed), and
+  // per retry of a remote download.
   std::function<void(const std::string&)> warn;
+  // Remote shards (shard_cache.h): the memory their read-ahead may hold, and its downloads at once.
+  std::uint64_t read_ahead_bytes = std::uint64_t{1} << 30;
+  int downloads = 2;
 };
 
 // Takes the listing (at least one file) with num_classes = max label + 1 (or the number of

@@ -157,6 +157,14 @@ struct Loader::Impl {
     }
     next_plan->batches = batches_per_epoch();
     {
+      // The samples the epoch's batches take (a dropped last batch's are never loaded).
+      const auto taken = std::min<std::size_t>(next_plan->order.size(),
+                                               static_cast<std::size_t>(next_plan->batches) *
+                                                   static_cast<std::size_t>(config.batch_size));
+      source.plan_reads(std::vector<std::int64_t>(
+          next_plan->order.begin(), next_plan->order.begin() + static_cast<std::ptrdiff_t>(taken)));
+    }
+    {
       std::unique_lock<std::mutex> lock(mutex);
       generation.fetch_add(1, std::memory_order_relaxed);
       current.reset();

@@ -81,6 +81,14 @@ class SampleSource {
                             std::string* /*extension*/) const {
     return false;
   }
+  // For sources stored in shards (shard_source.h): each shard's sample count, in index order, so
+  // that an epoch can be read shard by shard (shard_order.h). Empty for every other source.
+  virtual std::vector<std::int64_t> shard_counts() const { return {}; }
+  // The loader's word, at the start of each epoch, of the samples it will load in that order: what
+  // a remote source reads ahead by.
+  virtual void plan_reads(const std::vector<std::int64_t>& /*order*/) const {}
+  // For remote sources: "12 downloads, 3 waits, 96 MiB held at most" since the source was opened.
+  virtual std::string remote_summary() const { return {}; }
 };
 
 }  // namespace dl::data

@@ -6,9 +6,11 @@
 
 #include <algorithm>
 #include <fstream>
+#include <sstream>
 #include <stdexcept>
 
 #include "data/data_error.h"
+#include "data/remote_store.h"
 #include "data/skip_reason.h"
 
 namespace dl::data {
@@ -105,17 +107,62 @@ bool has_folders_besides_splits(const std::string& dir) {
 }
 
 bool remote(const std::string& location) {
-  return starts_with(location, "http://") || starts_with(location, "https://") ||
-         starts_with(location, "s3://");
+  return is_remote(location);
 }
 
 std::string local(const std::string& location) {
-  if (remote(location)) {
-    throw DataError("shards " + location +
-                    ": http(s):// and s3:// shards are not readable by this build; copy them to a "
-                    "local folder (or mount the bucket) and give that path");
-  }
   return starts_with(location, "file://") ? location.substr(7) : location;
+}
+
+// The shards a list names, one a line (`#` comments and blank lines skipped), each relative to
+// `base` (the list's folder or URL prefix) unless absolute. A remote list names remote shards
+// only: a local path or file:// from a server is refused.
+std::vector<std::string> list_entries(const std::string& text, const std::string& base,
+                                      const std::string& list, bool from_remote) {
+  std::vector<std::string> paths;
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) {
+    while (!line.empty() && (line.back() == '\r' || line.back() == ' ')) line.pop_back();
+    const std::size_t first = line.find_first_not_of(" \t");
+    if (first == std::string::npos || line[first] == '#') continue;
+    std::string entry = line.substr(first);
+    if (remote(entry)) {
+      paths.push_back(entry);
+      continue;
+    }
+    if (from_remote && (starts_with(entry, "file://") || entry.front() == '/' ||
+                        entry.find("://") != std::string::npos)) {
+      throw DataError("shard list " + list + ": names " + printable_path(entry) +
+                      "; a remote list may name only http(s):// and s3:// shards");
+    }
+    entry = local(entry);
+    if (entry.front() != '/') entry = base + entry;
+    paths.push_back(entry);
+  }
+  if (paths.empty()) throw DataError("shard list " + printable_path(list) + ": names no shard");
+  return paths;
+}
+
+// The shards a remote location names: braces expanded, a list fetched, else the one URL.
+std::vector<std::string> remote_shards(const std::string& location) {
+  if (location.find('{') != std::string::npos) {
+    try {
+      return expand_braces(location);
+    } catch (const std::invalid_argument& e) {
+      throw DataError(e.what());
+    }
+  }
+  const std::size_t slash = location.rfind('/');
+  if (ends_with(location, ".shards") || ends_with(location, ".txt")) {
+    return list_entries(fetch_text(location), location.substr(0, slash + 1), location, true);
+  }
+  if (ends_with(location, "/")) {
+    throw DataError("shards " + location +
+                    ": a remote folder cannot be listed; name its shards with braces "
+                    "(train-{000000..000146}.tar) or a .shards list");
+  }
+  return {location};
 }
 
 void check_shard(const std::string& path, const std::string& from) {
@@ -170,6 +217,7 @@ bool names_shards(const std::string& location) {
 }
 
 std::vector<std::string> shard_paths(const std::string& location) {
+  if (remote(location)) return remote_shards(location);
   const std::string where = local(location);
   std::vector<std::string> paths;
   if (where.find('{') != std::string::npos) {
@@ -188,22 +236,20 @@ std::vector<std::string> shard_paths(const std::string& location) {
     if (!in) throw MissingData("shard list " + printable_path(where) + ": cannot be read");
     const std::size_t slash = where.rfind('/');
     const std::string base = slash == std::string::npos ? "" : where.substr(0, slash + 1);
-    std::string line;
-    while (std::getline(in, line)) {
-      while (!line.empty() && (line.back() == '\r' || line.back() == ' ')) line.pop_back();
-      const std::size_t first = line.find_first_not_of(" \t");
-      if (first == std::string::npos || line[first] == '#') continue;
-      std::string entry = local(line.substr(first));
-      if (entry.front() != '/') entry = base + entry;
-      paths.push_back(entry);
-    }
-    if (paths.empty()) {
-      throw DataError("shard list " + printable_path(where) + ": names no shard");
-    }
+    std::ostringstream text;
+    text << in.rdbuf();
+    paths = list_entries(text.str(), base, where, false);
   } else {
     paths = {where};
   }
-  for (const std::string& p : paths) check_shard(p, location);
+  for (const std::string& p : paths) {
+    if (!remote(p)) check_shard(p, location);
+  }
+  if (std::any_of(paths.begin(), paths.end(), remote) &&
+      !std::all_of(paths.begin(), paths.end(), remote)) {
+    throw DataError("shard list " + printable_path(location) +
+                    ": mixes local and remote shards; give one kind");
+  }
   return paths;
 }
 

@@ -12,6 +12,7 @@
 #include <cstring>
 #include <limits>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <utility>
 #include <vector>
@@ -19,6 +20,8 @@
 #include "data/data_error.h"
 #include "data/file_bytes.h"
 #include "data/image_decode.h"
+#include "data/remote_store.h"
+#include "data/shard_cache.h"
 #include "data/shard_list.h"
 #include "data/tar_listing.h"
 
@@ -52,6 +55,14 @@ class Fd {
 
  private:
   int fd_;
+};
+
+// A shard open for reading: a local file's descriptor, or a remote shard's bytes in memory.
+struct OpenShard {
+  int fd = -1;
+  std::uint64_t size = 0;
+  std::unique_ptr<Fd> local;
+  std::shared_ptr<const ShardFile> remote;
 };
 
 // O_NONBLOCK: a FIFO put in a shard's place must not hang the open; fstat then refuses it.
@@ -112,9 +123,11 @@ struct ShardCounts {
 class ShardSource : public SampleSource {
  public:
   ShardSource(std::vector<std::string> shards, std::vector<ShardSample> samples, int num_classes,
-              std::string description, std::int64_t max_pixels)
+              std::string description, std::int64_t max_pixels,
+              std::unique_ptr<ShardCache> cache = nullptr)
       : shards_(std::move(shards)),
         samples_(std::move(samples)),
+        cache_(std::move(cache)),
         num_classes_(num_classes),
         description_(std::move(description)),
         max_pixels_(max_pixels),
@@ -127,6 +140,26 @@ class ShardSource : public SampleSource {
     return samples_[static_cast<std::size_t>(index)].label;
   }
   std::string describe() const override { return description_; }
+  std::vector<std::int64_t> shard_counts() const override {
+    std::vector<std::int64_t> counts(shards_.size(), 0);
+    for (const ShardSample& s : samples_) ++counts[s.shard];
+    return counts;
+  }
+  void plan_reads(const std::vector<std::int64_t>& order) const override {
+    if (!cache_) return;
+    std::vector<std::uint32_t> reads;
+    reads.reserve(order.size());
+    for (const std::int64_t i : order) {
+      if (i >= 0 && i < size()) reads.push_back(samples_[static_cast<std::size_t>(i)].shard);
+    }
+    cache_->plan(reads);
+  }
+  std::string remote_summary() const override {
+    if (!cache_) return {};
+    const ShardCacheStats s = cache_->stats();
+    return std::to_string(s.fetches) + " shard downloads, " + std::to_string(s.waits) +
+           " waits for one, " + std::to_string(s.peak_bytes >> 20) + " MiB held at most";
+  }
   DecodeScales decode_scales() const override { return read_scale_counters(decode_scales_); }
 
   bool load(std::int64_t index, const Transform& t, std::mt19937& rng,
@@ -141,12 +174,12 @@ class ShardSource : public SampleSource {
   bool encoded_file(std::int64_t index, std::vector<std::uint8_t>& bytes,
                     std::string* extension) const override {
     const ShardSample& s = samples_[static_cast<std::size_t>(index)];
-    std::uint64_t shard_size = 0;
-    const Fd fd(open_regular(shards_[s.shard], &shard_size));
-    if (fd.get() < 0 || s.size > max_bytes_ || s.offset + s.size > shard_size) return false;
+    const OpenShard shard = open_shard(s.shard);
+    if (cache_) cache_->release(s.shard);
+    if (shard.fd < 0 || s.size > max_bytes_ || s.offset + s.size > shard.size) return false;
     bytes.resize(static_cast<std::size_t>(s.size));
     std::string key;
-    if (!read_fully_at(fd.get(), s.offset, bytes.data(), s.size) ||
+    if (!read_fully_at(shard.fd, s.offset, bytes.data(), s.size) ||
         !split_name(s.name, &key, extension)) {
       return false;
     }
@@ -172,13 +205,13 @@ class ShardSource : public SampleSource {
     if (s.size > max_bytes_) {
       return fail(index, SkipReason::kTooLarge, std::to_string(s.size) + " bytes");
     }
-    std::uint64_t shard_size = 0;
-    const Fd fd(open_regular(shards_[s.shard], &shard_size));
-    if (fd.get() < 0) return fail(index, SkipReason::kUnreadable, std::strerror(errno));
+    const OpenShard shard = open_shard(s.shard);
+    if (cache_) cache_->release(s.shard);
+    if (shard.fd < 0) return fail(index, SkipReason::kUnreadable, std::strerror(errno));
     encoded.resize(static_cast<std::size_t>(s.size));
     // A shard that shrank since it was indexed gives what is left: a short read is unreadable.
-    if (s.offset + s.size > shard_size ||
-        !read_fully_at(fd.get(), s.offset, encoded.data(), s.size)) {
+    if (s.offset + s.size > shard.size ||
+        !read_fully_at(shard.fd, s.offset, encoded.data(), s.size)) {
       return fail(index, SkipReason::kUnreadable, "the shard is shorter than when it was indexed");
     }
     DecodeFailure failure;
@@ -193,6 +226,21 @@ class ShardSource : public SampleSource {
     return true;
   }
 
+  // The shard's bytes: the local file opened now, or the remote shard from the cache (waiting for
+  // its download; what the download ended with is thrown, one line naming the URL).
+  OpenShard open_shard(std::uint32_t index) const {
+    OpenShard shard;
+    if (cache_) {
+      shard.remote = cache_->acquire(index);
+      shard.fd = shard.remote->fd;
+      shard.size = shard.remote->size;
+    } else {
+      shard.local = std::make_unique<Fd>(open_regular(shards_[index], &shard.size));
+      shard.fd = shard.local->get();
+    }
+    return shard;
+  }
+
   bool fail(std::int64_t index, SkipReason reason, std::string detail) const {
     const ShardSample& s = samples_[static_cast<std::size_t>(index)];
     std::lock_guard<std::mutex> lock(failed_mutex_);
@@ -203,6 +251,7 @@ class ShardSource : public SampleSource {
 
   std::vector<std::string> shards_;
   std::vector<ShardSample> samples_;
+  std::unique_ptr<ShardCache> cache_;  // remote shards only
   int num_classes_;
   std::string description_;
   std::int64_t max_pixels_;
@@ -213,15 +262,11 @@ class ShardSource : public SampleSource {
   mutable std::atomic<bool> any_failed_{false};
 };
 
-// Indexes one shard's samples into `out`; what it refused goes into the warning line.
-void index_shard(const std::string& path, std::uint32_t shard, std::vector<ShardSample>& out,
-                 const ImageFileOptions& options) {
-  std::uint64_t size = 0;
-  const Fd fd(open_regular(path, &size));
-  if (fd.get() < 0) {
-    throw DataError("shard " + printable_path(path) + ": cannot be read: " + std::strerror(errno));
-  }
-  const TarListing listing = list_tar(fd.get(), size);
+// Indexes the samples of shard `path`, open as `fd` (`size` bytes), into `out`; what it refused
+// goes into the warning line.
+void index_shard(int fd, std::uint64_t size, const std::string& path, std::uint32_t shard,
+                 std::vector<ShardSample>& out, const ImageFileOptions& options) {
+  const TarListing listing = list_tar(fd, size);
   ShardCounts counts;
   // Consecutive members with one key make a sample, as webdataset groups them.
   std::string key;
@@ -260,10 +305,10 @@ void index_shard(const std::string& path, std::uint32_t shard, std::vector<Shard
     } else if (field == "cls" && !has_label) {
       has_label = true;
       std::string text(static_cast<std::size_t>(std::min(m.size, kMaxLabelBytes + 1)), '\0');
-      label_ok = m.size <= kMaxLabelBytes &&
-                 read_fully_at(fd.get(), m.offset, reinterpret_cast<std::uint8_t*>(text.data()),
-                               text.size()) &&
-                 parse_label(text, &current.label);
+      label_ok =
+          m.size <= kMaxLabelBytes &&
+          read_fully_at(fd, m.offset, reinterpret_cast<std::uint8_t*>(text.data()), text.size()) &&
+          parse_label(text, &current.label);
     }
   }
   close_sample();
@@ -295,8 +340,29 @@ std::unique_ptr<SampleSource> open_shards(const std::string& location,
     throw DataError("shards " + printable_path(location) + ": too many shards");
   }
   std::vector<ShardSample> samples;
+  std::vector<std::uint64_t> sizes;
+  const bool remote = !shards.empty() && is_remote(shards.front());
+  RemoteOptions fetch_options = remote ? remote_options_from_environment() : RemoteOptions{};
+  fetch_options.warn = options.warn;
   for (std::size_t i = 0; i < shards.size(); ++i) {
-    index_shard(shards[i], static_cast<std::uint32_t>(i), samples, options);
+    const auto index = static_cast<std::uint32_t>(i);
+    if (remote) {
+      // Listed from a download of the whole shard, which is then let go: the epochs stream.
+      const ShardFile file = [&] {
+        const RemoteObject object = fetch_object(shards[i], fetch_options);
+        return ShardFile(object.fd, object.size);
+      }();
+      index_shard(file.fd, file.size, shards[i], index, samples, options);
+      sizes.push_back(file.size);
+      continue;
+    }
+    std::uint64_t size = 0;
+    const Fd fd(open_regular(shards[i], &size));
+    if (fd.get() < 0) {
+      throw DataError("shard " + printable_path(shards[i]) +
+                      ": cannot be read: " + std::strerror(errno));
+    }
+    index_shard(fd.get(), size, shards[i], index, samples, options);
   }
   if (samples.empty()) {
     throw DataError("shards " + printable_path(location) +
@@ -310,8 +376,16 @@ std::unique_ptr<SampleSource> open_shards(const std::string& location,
                             std::to_string(shards.size()) + " shard(s), " +
                             std::to_string(samples.size()) + " samples, " +
                             std::to_string(num_classes) + " classes)";
+  std::unique_ptr<ShardCache> cache;
+  if (remote) {
+    cache = std::make_unique<ShardCache>(
+        sizes,
+        [shards, fetch_options](std::uint32_t i) { return fetch_object(shards[i], fetch_options); },
+        options.read_ahead_bytes, options.downloads);
+  }
   return std::make_unique<ShardSource>(shards, std::move(samples), num_classes,
-                                       std::move(description), options.max_pixels);
+                                       std::move(description), options.max_pixels,
+                                       std::move(cache));
 }
 
 }  // namespace dl::data

@@ -41,6 +41,7 @@ struct DatasetLoaderOptions {
   bool drop_last = false;
   std::uint64_t seed = 0;
   std::int64_t max_pixels = data::kDefaultMaxImagePixels;
+  std::uint64_t read_ahead_bytes = std::uint64_t{1} << 30;  // remote shards
   // RandomResizedCrop's scale and ratio ranges, the flip's probability, validation's crop
   // fraction (224 of 256): data::Transform's defaults, which are torchvision's.
   float scale_min = 0.08f;
@@ -91,6 +92,8 @@ class DatasetLoader {
   std::int64_t label(std::int64_t index) const { return source_->label(index); }
   const std::string& kind() const { return kind_; }
   std::string describe() const { return source_->describe(); }
+  std::vector<std::int64_t> shard_counts() const { return source_->shard_counts(); }
+  std::string remote_summary() const { return source_->remote_summary(); }
   std::vector<data::SkippedFile> failures() const { return source_->failures(); }
   data::DecodeScales decode_scales() const { return source_->decode_scales(); }
   std::size_t pool_buffers() const { return loaded().pool_buffers(); }

@@ -16,6 +16,7 @@
 
 #include "data/crop_plan.h"
 #include "data/data_error.h"
+#include "data/shard_order.h"
 #include "data/skip_reason.h"
 #include "data/transform.h"
 #include "loader_module/batch_convert.h"
@@ -63,6 +64,7 @@ std::unique_ptr<DatasetLoader> make_loader(const py::kwargs& kw) {
   o.drop_last = kw["drop_last"].cast<bool>();
   o.seed = kw["seed"].cast<std::uint64_t>();
   o.max_pixels = kw["max_pixels"].cast<std::int64_t>();
+  o.read_ahead_bytes = kw["read_ahead_mb"].cast<std::uint64_t>() << 20;
   o.scale_min = kw["scale_min"].cast<float>();
   o.scale_max = kw["scale_max"].cast<float>();
   o.ratio_min = kw["ratio_min"].cast<float>();
@@ -259,6 +261,8 @@ PYBIND11_MODULE(_core, m) {
       .def("label", &DatasetLoader::label)
       .def_property_readonly("kind", &DatasetLoader::kind)
       .def("describe", &DatasetLoader::describe)
+      .def_property_readonly("shard_counts", &DatasetLoader::shard_counts)
+      .def_property_readonly("remote_summary", &DatasetLoader::remote_summary)
       .def("failures", &failures)
       .def("describe_skips", &describe, py::arg("counts"), py::arg("name_files"))
       .def_property_readonly("decode_scales",
@@ -276,6 +280,15 @@ PYBIND11_MODULE(_core, m) {
       .def_property_readonly("float_buffer_bytes", &DatasetLoader::float_buffer_bytes);
 
   m.def("plan_train_crops", &plan_train_crops);
+  m.def(
+      "shard_epoch_indices",
+      [](const std::vector<std::int64_t>& counts, int epoch, int world, int rank, bool shuffle,
+         std::uint64_t seed, std::int64_t buffer, bool equal_shares) {
+        dl::data::ShardOrderSpec spec{world, rank, shuffle, seed, buffer, equal_shares};
+        return dl::data::shard_epoch_indices(counts, spec, epoch);
+      },
+      py::arg("counts"), py::arg("epoch"), py::arg("world_size"), py::arg("rank"),
+      py::arg("shuffle"), py::arg("seed"), py::arg("buffer"), py::arg("equal_shares"));
   m.def("resized_crop", &resized_crop);
   m.def("channels_last_into", &channels_last_into);
 }

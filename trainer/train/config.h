@@ -35,7 +35,9 @@ struct TrainConfig {
   double monitor_every = 30.0;
   double max_bad_fraction = 0.01;
   std::int64_t max_image_pixels = data::kDefaultMaxImagePixels;
-  std::int64_t limit_batches = 0;  // 0: every batch of the epoch
+  std::int64_t shuffle_buffer = 2000;  // shards: samples mixed after the shard order's shuffle
+  std::int64_t read_ahead_mb = 1024;   // remote shards: memory for whole shards read ahead
+  std::int64_t limit_batches = 0;      // 0: every batch of the epoch
   bool resume = false;
   bool overwrite = false;       // a fresh start may replace an earlier run's checkpoints
   std::string init_from;        // "" = no weights file

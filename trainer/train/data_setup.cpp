@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <numeric>
 #include <vector>
 
 #include "core/data_location.h"
@@ -45,6 +46,26 @@ std::string resolve_location(const TrainConfig& config) {
 
 std::pair<std::unique_ptr<data::SampleSource>, std::unique_ptr<data::SampleSource>> hold_out(
     std::shared_ptr<const data::SampleSource> base, double fraction, std::uint64_t seed) {
+  const std::vector<std::int64_t> counts = base->shard_counts();
+  if (counts.size() >= 2 && fraction > 0) {
+    // The last shards, at least one and at most all but one, until `fraction` is held out.
+    const std::int64_t total = base->size();
+    std::size_t first_val = counts.size() - 1;
+    std::int64_t held = counts.back();
+    while (first_val > 1 && static_cast<double>(held) < fraction * static_cast<double>(total)) {
+      held += counts[--first_val];
+    }
+    const std::int64_t boundary = total - held;
+    std::vector<std::int64_t> train(static_cast<std::size_t>(boundary));
+    std::iota(train.begin(), train.end(), std::int64_t{0});
+    std::vector<std::int64_t> val(static_cast<std::size_t>(held));
+    std::iota(val.begin(), val.end(), boundary);
+    const auto split = counts.begin() + static_cast<std::ptrdiff_t>(first_val);
+    return {std::make_unique<Subset>(base, std::move(train), "training shards",
+                                     std::vector<std::int64_t>(counts.begin(), split)),
+            std::make_unique<Subset>(base, std::move(val), "held-out shards",
+                                     std::vector<std::int64_t>(split, counts.end()))};
+  }
   const auto order = data::epoch_order(base->size(), true, seed ^ 0x5EEDF00Dull, 0);
   auto held = static_cast<std::size_t>(std::llround(fraction * static_cast<double>(order.size())));
   held = std::min(held, order.size() > 0 ? order.size() - 1 : 0);
@@ -60,6 +81,7 @@ DataSetup setup_data(const TrainConfig& config) {
   d.location = resolve_location(config);
   data::ImageFileOptions image_files;
   image_files.max_pixels = config.max_image_pixels;
+  image_files.read_ahead_bytes = static_cast<std::uint64_t>(config.read_ahead_mb) << 20;
   image_files.warn = [](const std::string& line) { spdlog::warn("{}", line); };
   try {
     data::DataSet set = data::open_data_set(d.location, image_files);

@@ -15,9 +15,13 @@ namespace dl::train {
 
 class Subset : public data::SampleSource {
  public:
+  // `shard_counts`: where the part is whole shards of a sharded base, in order, their counts.
   Subset(std::shared_ptr<const data::SampleSource> base, std::vector<std::int64_t> indices,
-         std::string what)
-      : base_(std::move(base)), indices_(std::move(indices)), what_(std::move(what)) {
+         std::string what, std::vector<std::int64_t> shard_counts = {})
+      : base_(std::move(base)),
+        indices_(std::move(indices)),
+        what_(std::move(what)),
+        shard_counts_(std::move(shard_counts)) {
     sorted_.reserve(indices_.size());
     for (std::size_t i = 0; i < indices_.size(); ++i) {
       sorted_.emplace_back(indices_[i], static_cast<std::int64_t>(i));
@@ -51,6 +55,14 @@ class Subset : public data::SampleSource {
     }
     return mine;
   }
+  std::vector<std::int64_t> shard_counts() const override { return shard_counts_; }
+  void plan_reads(const std::vector<std::int64_t>& order) const override {
+    std::vector<std::int64_t> mapped;
+    mapped.reserve(order.size());
+    for (const std::int64_t i : order) mapped.push_back(indices_[static_cast<std::size_t>(i)]);
+    base_->plan_reads(mapped);
+  }
+  std::string remote_summary() const override { return base_->remote_summary(); }
   std::string describe() const override {
     return what_ + " of " + base_->describe() + ": " + std::to_string(indices_.size()) + " samples";
   }
@@ -61,9 +73,12 @@ class Subset : public data::SampleSource {
   // (base index, own index), sorted: which base failures are this part's.
   std::vector<std::pair<std::int64_t, std::int64_t>> sorted_;
   std::string what_;
+  std::vector<std::int64_t> shard_counts_;
 };
 
-// Splits `base` into (train, validation) with a seeded permutation, `fraction` of it held out.
+// Splits `base` into (train, validation) with a seeded permutation, `fraction` of it held out;
+// shards (base->shard_counts()) by whole shards instead, the last ones held out, so both parts
+// are still read shard by shard.
 std::pair<std::unique_ptr<data::SampleSource>, std::unique_ptr<data::SampleSource>> hold_out(
     std::shared_ptr<const data::SampleSource> base, double fraction, std::uint64_t seed);
 

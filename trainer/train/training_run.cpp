@@ -23,6 +23,7 @@
 #include "core/files.h"
 #include "core/text.h"
 #include "core/workspace.h"
+#include "data/shard_order.h"
 #include "model/adamw_state.h"
 #include "model/weights_file.h"
 #include "train/device.h"
@@ -249,16 +250,38 @@ void make_loaders(TrainingRun& run, int workers) {
   shard.rank = run.world.rank();
   shard.seed = config.seed;
   const std::int64_t train_size = run.data.train->size();
-  train_cfg.order = [train_size, shard](int epoch) {
-    return distributed_indices(train_size, shard, epoch);
-  };
+  const std::vector<std::int64_t> shard_counts = run.data.train->shard_counts();
+  if (shard_counts.empty()) {
+    train_cfg.order = [train_size, shard](int epoch) {
+      return distributed_indices(train_size, shard, epoch);
+    };
+  } else {
+    // Shards are read shard by shard, as WebDataset reads them (shard_order.h).
+    data::ShardOrderSpec spec;
+    spec.world = shard.world;
+    spec.rank = shard.rank;
+    spec.seed = config.seed;
+    spec.buffer = config.shuffle_buffer;
+    train_cfg.order = [shard_counts, spec](int epoch) {
+      return data::shard_epoch_indices(shard_counts, spec, epoch);
+    };
+  }
   run.train_loader = std::make_unique<data::Loader>(*run.data.train, train_cfg);
   data::LoaderConfig val_cfg = train_cfg;
   val_cfg.shuffle = false;
   val_cfg.drop_last = false;
   val_cfg.transform = run.data.eval_transform;
   val_cfg.order = nullptr;
-  if (run.world.size() > 1) {
+  const std::vector<std::int64_t> val_counts = run.data.val->shard_counts();
+  if (!val_counts.empty()) {
+    data::ShardOrderSpec spec;
+    spec.world = run.world.size();
+    spec.rank = run.world.rank();
+    spec.shuffle = false;
+    spec.equal_shares = false;
+    const auto mine = data::shard_epoch_indices(val_counts, spec, 0);
+    val_cfg.order = [mine](int) { return mine; };
+  } else if (run.world.size() > 1) {
     const auto mine = strided_indices(run.data.val->size(), run.world.size(), run.world.rank());
     val_cfg.order = [mine](int) { return mine; };
   }

@@ -115,8 +115,14 @@ TEST(ShardList, FoldersListsAndPatternsNameTheShards) {
   } catch (const MissingData& e) {
     EXPECT_NE(std::string(e.what()).find("b-002.tar"), std::string::npos) << e.what();
   }
-  EXPECT_THROW(shard_paths("s3://bucket/train-{0..3}.tar"), DataError);
-  EXPECT_THROW(shard_paths("https://host/train.tar"), DataError);
+  // Remote shards are named, not fetched, until they are read; a remote folder is refused.
+  EXPECT_EQ(shard_paths("s3://bucket/train-{0..1}.tar"),
+            (std::vector<std::string>{"s3://bucket/train-0.tar", "s3://bucket/train-1.tar"}));
+  EXPECT_EQ(shard_paths("https://host/train.tar"),
+            std::vector<std::string>{"https://host/train.tar"});
+  EXPECT_THROW(shard_paths("https://host/set/"), DataError);
+  write_file(dir.file("mixed.shards"), "b-000.tar\nhttps://host/x.tar\n");
+  EXPECT_THROW(shard_paths(dir.file("mixed.shards")), DataError);
   // A class folder beside .tar files: an ImageFolder, not shards.
   ASSERT_EQ(0, mkdir(dir.file("cat").c_str(), 0755));
   EXPECT_FALSE(names_shards(dir.path()));

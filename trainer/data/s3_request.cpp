@@ -1,0 +1,123 @@
+// s3:// URLs as HTTP requests (see s3_request.h).
+#include "data/s3_request.h"
+
+#include <cctype>
+#include <cstdio>
+#include <fstream>
+
+#include "data/data_error.h"
+
+extern char** environ;
+
+namespace dl::data {
+namespace {
+
+std::string get(const std::map<std::string, std::string>& env, const std::string& name) {
+  const auto it = env.find(name);
+  return it == env.end() ? std::string() : it->second;
+}
+
+std::string trim(const std::string& s) {
+  const std::size_t a = s.find_first_not_of(" \t\r");
+  if (a == std::string::npos) return {};
+  const std::size_t b = s.find_last_not_of(" \t\r");
+  return s.substr(a, b - a + 1);
+}
+
+// The `key = value` pairs of section `section` of an INI file as the AWS tools write them
+// (empty when the file or the section is not there).
+std::map<std::string, std::string> ini_section(const std::string& path,
+                                               const std::string& section) {
+  std::map<std::string, std::string> out;
+  std::ifstream in(path);
+  std::string line;
+  bool inside = false;
+  while (std::getline(in, line)) {
+    const std::string t = trim(line);
+    if (t.empty() || t[0] == '#' || t[0] == ';') continue;
+    if (t.front() == '[' && t.back() == ']') {
+      inside = trim(t.substr(1, t.size() - 2)) == section;
+      continue;
+    }
+    const std::size_t eq = t.find('=');
+    if (inside && eq != std::string::npos) out[trim(t.substr(0, eq))] = trim(t.substr(eq + 1));
+  }
+  return out;
+}
+
+// The key as a URL path: RFC 3986's unreserved characters and '/' as they are, the rest %XX.
+std::string encode_path(const std::string& key) {
+  std::string out;
+  for (const unsigned char c : key) {
+    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~' || c == '/') {
+      out += static_cast<char>(c);
+    } else {
+      char hex[4];
+      std::snprintf(hex, sizeof hex, "%%%02X", c);
+      out += hex;
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+S3Request s3_request(const std::string& s3_url, const std::map<std::string, std::string>& env) {
+  const std::string rest = s3_url.rfind("s3://", 0) == 0 ? s3_url.substr(5) : s3_url;
+  const std::size_t slash = rest.find('/');
+  if (slash == 0 || slash == std::string::npos || slash + 1 >= rest.size()) {
+    throw DataError(s3_url + ": expected s3://BUCKET/KEY");
+  }
+  const std::string bucket = rest.substr(0, slash);
+  const std::string key = rest.substr(slash + 1);
+
+  const std::string home = get(env, "HOME");
+  const std::string profile = get(env, "AWS_PROFILE").empty() ? "default" : get(env, "AWS_PROFILE");
+  std::string config_file = get(env, "AWS_CONFIG_FILE");
+  if (config_file.empty() && !home.empty()) config_file = home + "/.aws/config";
+  std::string credentials_file = get(env, "AWS_SHARED_CREDENTIALS_FILE");
+  if (credentials_file.empty() && !home.empty()) credentials_file = home + "/.aws/credentials";
+
+  S3Request r;
+  r.region = get(env, "AWS_REGION");
+  if (r.region.empty()) r.region = get(env, "AWS_DEFAULT_REGION");
+  if (r.region.empty() && !config_file.empty()) {
+    // The config file names profiles "[profile x]", except the default one.
+    r.region = get(ini_section(config_file, profile == "default" ? profile : "profile " + profile),
+                   "region");
+  }
+  if (r.region.empty()) r.region = "us-east-1";
+
+  r.access_key = get(env, "AWS_ACCESS_KEY_ID");
+  r.secret_key = get(env, "AWS_SECRET_ACCESS_KEY");
+  r.session_token = get(env, "AWS_SESSION_TOKEN");
+  if ((r.access_key.empty() || r.secret_key.empty()) && !credentials_file.empty()) {
+    const auto creds = ini_section(credentials_file, profile);
+    r.access_key = get(creds, "aws_access_key_id");
+    r.secret_key = get(creds, "aws_secret_access_key");
+    r.session_token = get(creds, "aws_session_token");
+  }
+  if (r.access_key.empty() || r.secret_key.empty()) r.access_key.clear(), r.secret_key.clear();
+
+  std::string endpoint = get(env, "AWS_ENDPOINT_URL_S3");
+  if (endpoint.empty()) endpoint = get(env, "AWS_ENDPOINT_URL");
+  while (!endpoint.empty() && endpoint.back() == '/') endpoint.pop_back();
+  r.url = endpoint.empty()
+              ? "https://" + bucket + ".s3." + r.region + ".amazonaws.com/" + encode_path(key)
+              : endpoint + "/" + bucket + "/" + encode_path(key);
+  return r;
+}
+
+std::map<std::string, std::string> aws_environment() {
+  std::map<std::string, std::string> env;
+  for (char** e = environ; *e != nullptr; ++e) {
+    const std::string entry = *e;
+    const std::size_t eq = entry.find('=');
+    if (eq == std::string::npos) continue;
+    const std::string name = entry.substr(0, eq);
+    if (name.rfind("AWS_", 0) == 0 || name == "HOME") env[name] = entry.substr(eq + 1);
+  }
+  return env;
+}
+
+}  // namespace dl::data
