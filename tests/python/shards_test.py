@@ -281,8 +281,9 @@ class TrainTest(Scratch):
             self.assertIn(said, line, text)
             figure(f"bad input: {case}", line.split("] ", 2)[-1])
         self.assertIn("'../escape.jpg'", text)
-        # good 12 + hostile's fine + truncated's 2 whole samples before the cut + bomb's ok
-        self.assertIn("14 training, 2 validation samples", text)
+        # good 12 + hostile's fine + truncated's 2 whole samples before the cut + bomb's ok: 16,
+        # the held-out part whole shards from the end of the list
+        self.assertIn("13 training, 3 validation samples", text)
         self.assertNotIn("passwd", text.replace("/etc/passwd", ""))
 
 
