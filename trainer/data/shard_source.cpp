@@ -58,11 +58,21 @@ class Fd {
 };
 
 // A shard open for reading: a local file's descriptor, or a remote shard's bytes in memory.
+// Local descriptors are closed with it; no allocation a sample read.
 struct OpenShard {
   int fd = -1;
   std::uint64_t size = 0;
-  std::unique_ptr<Fd> local;
+  bool local = false;
   std::shared_ptr<const ShardFile> remote;
+  OpenShard() = default;
+  OpenShard(OpenShard&& o) noexcept
+      : fd(std::exchange(o.fd, -1)), size(o.size), local(o.local), remote(std::move(o.remote)) {}
+  OpenShard(const OpenShard&) = delete;
+  OpenShard& operator=(const OpenShard&) = delete;
+  OpenShard& operator=(OpenShard&&) = delete;
+  ~OpenShard() {
+    if (local && fd >= 0) close(fd);
+  }
 };
 
 // O_NONBLOCK: a FIFO put in a shard's place must not hang the open; fstat then refuses it.
@@ -235,8 +245,8 @@ class ShardSource : public SampleSource {
       shard.fd = shard.remote->fd;
       shard.size = shard.remote->size;
     } else {
-      shard.local = std::make_unique<Fd>(open_regular(shards_[index], &shard.size));
-      shard.fd = shard.local->get();
+      shard.fd = open_regular(shards_[index], &shard.size);
+      shard.local = true;
     }
     return shard;
   }
