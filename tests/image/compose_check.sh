@@ -152,8 +152,12 @@ EOF
 # Every setting reaches every job that runs dl-launch, as `DL_RESUME=true docker compose up train`
 # gives it: each registry variable is set to a marker in the calling shell, and the resolved file
 # must pass each one on (but a fixed DL_DEVICE) and none of the exclusions; `test` takes none.
+# The object store's variables that remote_store reads (trainer/data/s3_request.cpp) go with them.
+store_vars="AWS_ACCESS_KEY_ID AWS_SECRET_ACCESS_KEY AWS_SESSION_TOKEN AWS_REGION AWS_DEFAULT_REGION AWS_ENDPOINT_URL AWS_ENDPOINT_URL_S3 AWS_PROFILE AWS_MAX_ATTEMPTS"
+export DL_CHECK_STORE_VARS=$store_vars
 marked=()
 while read -r var; do marked+=("$var=compose-check-marker"); done <<<"$registry"
+for var in $store_vars; do marked+=("$var=compose-check-marker"); done
 env "${marked[@]}" docker-compose --project-directory "$root" -f "$compose" config >"$resolved"
 python3 - "$resolved" <<'EOF' || exit 1
 import os, sys, yaml
@@ -167,12 +171,12 @@ for name in ("train", "train-cpu", "plan", "plan-gpu", "shell", "shell-cpu"):
     for var in registry:
         if var in excluded and var in env:
             problems.append(f"{name} passes {var} on, which it must not: {excluded[var]}")
-    lost = [v for v in registry if v not in excluded and (name, v) not in fixed
-            and env.get(v) != "compose-check-marker"]
+    lost = [v for v in registry + os.environ["DL_CHECK_STORE_VARS"].split()
+            if v not in excluded and (name, v) not in fixed and env.get(v) != "compose-check-marker"]
     if lost:
         problems.append(f"{name} does not pass on from the calling shell: {', '.join(lost)} "
                         f"(`{lost[0]}=... docker compose up {name}` would not reach dl-launch)")
-leaked = sorted(v for v in (services["test"].get("environment") or {}) if v.startswith("DL_"))
+leaked = sorted(v for v in (services["test"].get("environment") or {}) if v.startswith(("DL_", "AWS_")))
 if leaked: problems.append("test takes the calling shell's " + ", ".join(leaked) + " (the suite decides its own)")
 for p in problems: print("compose_check.sh: " + p, file=sys.stderr)
 sys.exit(1 if problems else 0)
