@@ -107,6 +107,7 @@ const std::map<std::string, Rule>& table() {
       {"samples", integer(0, kLongMax, true)},
       {"input-shape", text()},  // CxHxW: checked by the launcher's options
       {"grace-period", real(0, 86400)},
+      {"max-restarts", integer(0, 1000)},
       {"trainer", path(has_directory)},
       {"nvml-library", path(has_directory)},
       {"memory-budget", text()},  // a memory size: checked by the launcher's options
@@ -147,6 +148,7 @@ const std::map<std::string, Rule>& table() {
       {"loss-scale-interval", integer(1, kInt32Max)},
       {"probe-batch", integer(1, kMaxBatch)},
       {"limit-batches", integer(0, kLongMax)},
+      {"checkpoint-every", text()},  // steps or a time: checked by dl-train's options
       {"resume", flag()},
       {"overwrite", flag()},
       {"init-from", path()},  // a file: checked by dl-train before its run directory exists

@@ -20,6 +20,7 @@
 #include <memory>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "model/checkpoint.h"
@@ -218,6 +219,75 @@ TEST(DistributedTrain, AStopSignalToOneRankStopsBothAndRankZeroSaves) {
       << show(results);
 }
 
+// Exact resume across world sizes: a run of global batch 48 stopped inside its epoch under 2
+// ranks (x 24), resumed and stopped again under 1 (x 48), and finished under 3 (x 16) ends where
+// one uninterrupted process of batch 48 does, within the kernels' rounding (the figure above):
+// DistributedSampler's strided split gives each global step the same samples whatever the world
+// size, so any sample taken twice or skipped would move the weights by about the learning rate.
+TEST(DistributedTrain, MidEpochResumesUnderTwoOneAndThreeRanksEndWhereOneRunDoes) {
+  if (fashion_mnist_dir().empty()) GTEST_SKIP() << kNoFashion;
+  const std::string data = fashion_subset(2048, 101);
+  TempDir ws;
+  const EnvVars same_kernels = {{"ONEDNN_MAX_CPU_ISA", "SSE41"}};
+  auto args = [](const char* batch, std::vector<std::string> more) {
+    std::vector<std::string> a = {"--limit-batches", "40", "--clip-norm",  "0",
+                                  "--log-every",     "1",  "--batch-size", batch};
+    a.insert(a.end(), more.begin(), more.end());
+    return a;
+  };
+  const Result reference =
+      one_process(ws / "ref", data, args("48", {"--checkpoint-every", "0"}), same_kernels);
+  ASSERT_EQ(reference.code, 0) << reference.err;
+
+  const std::string run_dir = ws / "run";
+  {
+    Ranks two(2, run_dir, data, args("24", {"--checkpoint-every", "0"}), same_kernels);
+    ASSERT_TRUE(wait_for_output(two.rank(0), " batch 6/40", kRunTimeout)) << two.rank(0).out();
+    two.rank(1).send_signal(SIGTERM);
+    const auto stopped = two.wait();
+    ASSERT_EQ(stopped[0].code, 128 + SIGTERM) << show(stopped);
+  }
+  const auto first = model::load_checkpoint(run_dir + "/last.pt");
+  const auto p1 = std::get<std::int64_t>(first.extra.at("position_batches"));
+  ASSERT_LT(p1, 36) << "the two ranks went on for 30 steps after the signal";
+  EXPECT_EQ(std::get<std::int64_t>(first.extra.at("position_global_batch")), 48);
+  {
+    EnvVars env = {{"DL_RUN_DIR", run_dir}};
+    env.insert(env.end(), same_kernels.begin(), same_kernels.end());
+    Process one(argv_of(data, args("48", {"--checkpoint-every", "0", "--resume"})), env);
+    const std::string next = " batch " + std::to_string(p1 + 2) + "/40";
+    ASSERT_TRUE(wait_for_output(one, next, kRunTimeout)) << one.out();
+    one.send_signal(SIGTERM);
+    const Result stopped = one.wait(kRunTimeout);
+    ASSERT_EQ(stopped.code, 128 + SIGTERM) << show(stopped);
+    EXPECT_NE(stopped.out.find("the epoch goes on at batch " + std::to_string(p1 + 1)),
+              std::string::npos)
+        << show(stopped);
+  }
+  const auto second = model::load_checkpoint(run_dir + "/last.pt");
+  const auto p2 = std::get<std::int64_t>(second.extra.at("position_batches"));
+  EXPECT_GT(p2, p1);
+  ASSERT_LT(p2, 40);
+  Ranks three(3, run_dir, data, args("16", {"--checkpoint-every", "0", "--resume"}), same_kernels);
+  const auto finished = three.wait();
+  for (int r = 0; r < 3; ++r) ASSERT_EQ(finished[r].code, 0) << show(finished);
+  EXPECT_NE(finished[0].out.find("the epoch goes on at batch " + std::to_string(p2 + 1)),
+            std::string::npos)
+      << finished[0].out;
+
+  const double diff = relative_difference(run_dir + "/last.pt", ws / "ref/last.pt");
+  std::cout << "2 ranks to step " << p1 << ", 1 rank to step " << p2
+            << ", 3 ranks to step 40 vs one run: relative difference " << diff << "\n";
+  EXPECT_LE(diff, 1e-5);
+  const Csv resumed = read_csv(run_dir + "/metrics.csv");
+  const Csv once = read_csv(ws / "ref/metrics.csv");
+  ASSERT_EQ(resumed.rows.size(), 1u);
+  EXPECT_NEAR(resumed.number(0, "train_loss"), once.number(0, "train_loss"),
+              1e-5 * once.number(0, "train_loss"));
+  // A prediction on the edge may flip with the rounding: one sample of the 1920.
+  EXPECT_NEAR(resumed.number(0, "train_acc"), once.number(0, "train_acc"), 1.01 / 1920);
+}
+
 // --- through dl-launch --------------------------------------------------------------------------
 
 const std::string kLaunch = DL_LAUNCH_BIN;
@@ -307,6 +377,77 @@ TEST(DistributedLaunch, AKilledRankEndsTheRunWithItsCodeAndName) {
   EXPECT_NE(r.err.find("rank 1 died of signal 9"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find(ws / "runs/k/rank-1.log"), std::string::npos) << r.err;
   EXPECT_NE(kill(rank0, 0), 0) << "rank 0 still running";
+}
+
+// The pid of `launch`'s child that is rank `rank` (dl-launch's children are the ranks, in
+// order); 0 when there is none (yet).
+pid_t rank_pid(const Process& launch, int rank) {
+  std::istringstream in(read_file("/proc/" + std::to_string(launch.pid()) + "/task/" +
+                                  std::to_string(launch.pid()) + "/children"));
+  pid_t pid = 0;
+  for (int r = 0; r <= rank; ++r) {
+    if (!(in >> pid)) return 0;
+  }
+  return pid;
+}
+
+// --max-restarts 2 with rank 1 killed (-9) twice, each time after a --checkpoint-every write: the
+// job restarts both ranks from last.pt, finishes, and ends with the weights of a run that never
+// failed; a third kill under --max-restarts 1 ends it with the first failure's code (137).
+TEST(DistributedLaunch, MaxRestartsRecoversFromAKilledRankWithTheWeightsOfAnUnbrokenRun) {
+  if (fashion_mnist_dir().empty()) GTEST_SKIP() << kNoFashion;
+  // 256 steps of 8 a rank (about 4 s): long enough for a kill to land inside the epoch.
+  const std::string data = fashion_subset(4096, 101);
+  TempDir ws;
+  auto args = [](const char* name, const char* restarts) {
+    return std::vector<std::string>{
+        "--batch-size",       "8",  "--log-every",    "1",      "--nproc-per-node", "2",
+        "--checkpoint-every", "30", "--max-restarts", restarts, "--name",           name};
+  };
+  const Result unbroken = run(launch_argv(ws.path(), data, args("ref", "0")), {}, kSchedulerVars);
+  ASSERT_EQ(unbroken.code, 0) << rank_zero_lines(unbroken);
+
+  Process launch(launch_argv(ws.path(), data, args("re", "2")), EnvVars{}, kSchedulerVars);
+  // The restart's lines go to stderr; its rank 0 says "resumed from" on stdout.
+  for (const char* when : {"at step 60 (", "resumed from"}) {
+    ASSERT_TRUE(wait_for_output(launch, when, kRunTimeout)) << launch.out();
+    if (std::string(when) == "resumed from") {
+      ASSERT_TRUE(wait_for_output(launch, "at step 150 (", kRunTimeout)) << launch.out();
+    }
+    const pid_t rank1 = rank_pid(launch, 1);
+    ASSERT_GT(rank1, 0);
+    ASSERT_EQ(kill(rank1, SIGKILL), 0);
+  }
+  const Result r = launch.wait(kRunTimeout);
+  ASSERT_EQ(r.code, 0) << rank_zero_lines(r);
+  const std::string lines = rank_zero_lines(r);
+  EXPECT_NE(lines.find("restart 2 of 2 (--max-restarts): rank 1 died of signal 9 (Killed); "
+                       "starting all 2 local ranks again, resuming from " +
+                       ws / "runs/re/last.pt"),
+            std::string::npos)
+      << lines;
+  const auto a = model::load_checkpoint(ws / "runs/ref/last.pt");
+  const auto b = model::load_checkpoint(ws / "runs/re/last.pt");
+  EXPECT_EQ(std::get<std::int64_t>(b.extra.at("global_step")), 256);
+  ASSERT_EQ(a.model_state.size(), b.model_state.size());
+  for (std::size_t i = 0; i < a.model_state.size(); ++i) {
+    EXPECT_TRUE(at::equal(a.model_state[i].second, b.model_state[i].second))
+        << a.model_state[i].first;
+  }
+
+  Process once(launch_argv(ws.path(), data, args("once", "1")), EnvVars{}, kSchedulerVars);
+  for (const char* when : {"at step 30 (", "resumed from"}) {
+    ASSERT_TRUE(wait_for_output(once, when, kRunTimeout)) << once.out();
+    pid_t rank1 = 0;
+    while ((rank1 = rank_pid(once, 1)) == 0)
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    ASSERT_EQ(kill(rank1, SIGKILL), 0);
+  }
+  const Result ended = once.wait(kRunTimeout);
+  EXPECT_EQ(ended.code, 137) << rank_zero_lines(ended);
+  EXPECT_NE(rank_zero_lines(ended).find("the 1 restart(s) of --max-restarts are used up; exit 137"),
+            std::string::npos)
+      << rank_zero_lines(ended);
 }
 
 }  // namespace

@@ -533,14 +533,17 @@ TEST(TrainerStop, SigtermMidEpochSavesTheWeightsAndExits143) {
   const std::string last = ws / "runs/stop/last.pt";
   ASSERT_TRUE(file_exists(last)) << show(r);
   const dl::model::CheckpointData c = dl::model::load_checkpoint(last);
-  // Saved as "no epoch completed", so --resume repeats epoch 1 from these weights.
+  // Saved as "no epoch completed" with the position inside epoch 1, where --resume goes on.
   EXPECT_EQ(c.epoch, 0);
   EXPECT_EQ(extra_int(c, "interrupted_in_epoch"), 1);
   const std::int64_t after = extra_int(c, "interrupted_after_batches");
   EXPECT_GE(after, 20);
   EXPECT_LT(after, 64) << "the epoch ran to its end instead of stopping at the signal";
   EXPECT_EQ(extra_int(c, "global_step"), after);
-  EXPECT_TRUE(contains(r.out, "received in epoch 1 after " + std::to_string(after) + " batches"))
+  EXPECT_EQ(extra_int(c, "position_epoch"), 0);
+  EXPECT_EQ(extra_int(c, "position_batches"), after);
+  EXPECT_TRUE(contains(r.out, "received in epoch 1 after " + std::to_string(after) +
+                                  " of 64 batches (step " + std::to_string(after) + "): saved"))
       << show(r);
 
   // Typed again without --resume: refused, the checkpoint kept.
@@ -549,13 +552,17 @@ TEST(TrainerStop, SigtermMidEpochSavesTheWeightsAndExits143) {
   EXPECT_EQ(again.code, 78) << show(again);
   EXPECT_TRUE(contains(again.out, "already holds checkpoints (last.pt)")) << show(again);
   EXPECT_EQ(read_file(last), saved);
-  // --resume (bare) says where it stopped, not "after epoch 0 (best val_acc 0.00%)".
-  const Result resumed = train(ws.path(), {"--data", data, "--epochs", "1", "--limit-batches", "2",
-                                           "--name", "stop", "--resume"});
+  // --resume (bare) says where it stopped, not "after epoch 0 (best val_acc 0.00%)", and goes on
+  // at the next batch.
+  const Result resumed =
+      train(ws.path(), {"--data", data, "--epochs", "1", "--limit-batches",
+                        std::to_string(after + 2), "--name", "stop", "--resume"});
   EXPECT_EQ(resumed.code, 0) << show(resumed);
-  EXPECT_TRUE(contains(resumed.out, "saved by a stop in epoch 1 after " + std::to_string(after) +
-                                        " batches (no validation yet); epoch 1 starts again"))
+  EXPECT_TRUE(contains(resumed.out, "inside epoch 1 at step " + std::to_string(after) +
+                                        " (no validation yet): the epoch goes on at batch " +
+                                        std::to_string(after + 1)))
       << show(resumed);
+  EXPECT_EQ(extra_int(dl::model::load_checkpoint(last), "global_step"), after + 2);
 }
 
 // --- g. dl-launch ------------------------------------------------------------------------------

@@ -144,7 +144,8 @@ struct Loader::Impl {
     }
   }
 
-  void start_epoch(int epoch) {
+  void start_epoch(int epoch, std::int64_t first_batch) {
+    if (first_batch < 0) throw std::invalid_argument("loader: the first batch cannot be negative");
     auto next_plan = std::make_shared<Plan>();
     next_plan->epoch = epoch;
     next_plan->order = config.order
@@ -156,13 +157,17 @@ struct Loader::Impl {
                                   std::to_string(epoch_size));
     }
     next_plan->batches = batches_per_epoch();
+    const std::int64_t first = std::min(first_batch, next_plan->batches);
     {
-      // The samples the epoch's batches take (a dropped last batch's are never loaded).
+      // The samples the epoch's batches take from `first` on (a dropped last batch's are never
+      // loaded).
+      const auto bs = static_cast<std::size_t>(config.batch_size);
       const auto taken = std::min<std::size_t>(next_plan->order.size(),
-                                               static_cast<std::size_t>(next_plan->batches) *
-                                                   static_cast<std::size_t>(config.batch_size));
-      source.plan_reads(std::vector<std::int64_t>(
-          next_plan->order.begin(), next_plan->order.begin() + static_cast<std::ptrdiff_t>(taken)));
+                                               static_cast<std::size_t>(next_plan->batches) * bs);
+      const auto skipped = std::min<std::size_t>(taken, static_cast<std::size_t>(first) * bs);
+      source.plan_reads(
+          std::vector<std::int64_t>(next_plan->order.begin() + static_cast<std::ptrdiff_t>(skipped),
+                                    next_plan->order.begin() + static_cast<std::ptrdiff_t>(taken)));
     }
     {
       std::unique_lock<std::mutex> lock(mutex);
@@ -174,8 +179,8 @@ struct Loader::Impl {
       idle_cv.wait(lock, [&] { return busy == 0; });
       next_plan->generation = generation.load(std::memory_order_relaxed);
       current = std::move(next_plan);
-      next_claim = 0;
-      next_deliver = 0;
+      next_claim = first;
+      next_deliver = first;
     }
     waited = 0.0;
     epoch_skipped = 0;
@@ -282,8 +287,8 @@ Loader::~Loader() {
 std::int64_t Loader::batches_per_epoch() const {
   return impl_->batches_per_epoch();
 }
-void Loader::start_epoch(int epoch) {
-  impl_->start_epoch(epoch);
+void Loader::start_epoch(int epoch, std::int64_t first_batch) {
+  impl_->start_epoch(epoch, first_batch);
 }
 std::optional<Batch> Loader::next() {
   return impl_->next();

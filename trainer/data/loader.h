@@ -60,7 +60,11 @@ class Loader {
 
   std::int64_t batches_per_epoch() const;
   // Begins epoch `epoch` (any order, any repetition), abandoning what is left of the current one.
-  void start_epoch(int epoch);
+  // `first_batch` > 0 starts it there, as if the batches before had been taken: a resumed run's
+  // batches are the very ones an uninterrupted run gets (order and augmentation are pure
+  // functions of the seed, the epoch and the sample), and the skipped ones are never loaded.
+  // Past the epoch's end, the epoch has no batches left.
+  void start_epoch(int epoch, std::int64_t first_batch = 0);
   // The epoch's next batch (index 0, 1, 2, ...), or nullopt once all were returned. Rethrows an
   // exception a sample's load threw (the epoch then goes on with the next batch).
   // next(), start_epoch() and the accessors below belong to one consumer thread.

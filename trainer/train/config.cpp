@@ -53,6 +53,18 @@ ParsedArgs parse_train_args(int argc, const char* const argv[]) {
   if (parsed.help || parsed.version) return parsed;
   s.add_environment();
   s.resolve_paths(current_directory());
+  // --workspace (DL_WORKSPACE, which dl-launch sets to the directory it starts dl-train in):
+  // dl-train works there as under dl-launch, whatever directory it was started from: its dl.conf
+  // is read, runs/<name>/ is written and relative paths of dl.conf resolve there. Paths given on
+  // the command line or in DL_* variables were made absolute above, against the caller's
+  // directory.
+  if (s.has("workspace")) {
+    const std::string workspace = check_workspace(s.get("workspace"), s.source("workspace"));
+    if (chdir(workspace.c_str()) != 0) {
+      throw UserError(exit_code::kCantWrite, s.source("workspace") + ": cannot enter " + workspace +
+                                                 " (" + std::strerror(errno) + ")");
+    }
+  }
   TrainConfig& c = parsed.config;
   const char* env_config = std::getenv("DL_CONFIG");
   if (s.has("config")) {
@@ -102,6 +114,16 @@ ParsedArgs parse_train_args(int argc, const char* const argv[]) {
   if (auto v = s.integer("read-ahead-mb")) c.read_ahead_mb = *v;
   if (auto v = s.integer("limit-batches")) {
     c.limit_batches = *v;
+  }
+  if (s.has("checkpoint-every")) {
+    const auto every = parse_checkpoint_every(s.get("checkpoint-every"));
+    if (!every) {
+      throw UserError(exit_code::kUsage,
+                      s.source("checkpoint-every") + ": '" + s.get("checkpoint-every") +
+                          "' is not an interval; expected a number of steps (500), a time (30s, "
+                          "10m, 2h) or 0 for epoch ends only");
+    }
+    c.checkpoint_every = *every;
   }
   if (auto v = s.flag("resume")) c.resume = *v;
   if (auto v = s.flag("overwrite")) c.overwrite = *v;

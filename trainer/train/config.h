@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "data/file_list_source.h"
+#include "train/checkpoint_every.h"
 
 namespace dl::train {
 
@@ -38,6 +39,7 @@ struct TrainConfig {
   std::int64_t shuffle_buffer = 2000;  // shards: samples mixed after the shard order's shuffle
   std::int64_t read_ahead_mb = 1024;   // remote shards: memory for whole shards read ahead
   std::int64_t limit_batches = 0;      // 0: every batch of the epoch
+  CheckpointEvery checkpoint_every{0, 600.0};  // last.pt between epoch ends (default 10 min)
   bool resume = false;
   bool overwrite = false;       // a fresh start may replace an earlier run's checkpoints
   std::string init_from;        // "" = no weights file

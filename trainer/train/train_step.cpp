@@ -136,6 +136,7 @@ StepResult StepRunner::train(const at::Tensor& images, const at::Tensor& labels)
       // Every rank retries when any failed, in the smallest pieces any rank needs.
       const StepAgreement agreed = sync_->agree(failed, micro_.limit());
       r.stop_signal = agreed.stop_signal;
+      r.checkpoint = agreed.checkpoint;
       if (!agreed.failed) break;
       if (!failed) {
         drop_gradients();

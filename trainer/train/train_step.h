@@ -42,8 +42,9 @@ struct BatchTotals {
 
 struct StepResult {
   BatchTotals totals;
-  bool stepped = true;  // false: the scaler found inf/NaN gradients and skipped the step
-  int stop_signal = 0;  // distributed: the stop signal the ranks agreed on after this step
+  bool stepped = true;      // false: the scaler found inf/NaN gradients and skipped the step
+  int stop_signal = 0;      // distributed: the stop signal the ranks agreed on after this step
+  bool checkpoint = false;  // distributed: the ranks agreed to write a checkpoint after this step
 };
 
 class StepRunner {

@@ -23,8 +23,10 @@
 #include "core/files.h"
 #include "core/text.h"
 #include "core/workspace.h"
+#include "data/random.h"
 #include "data/skip_reason.h"
 #include "train/confusion.h"
+#include "train/epoch_position.h"
 #include "train/metrics.h"
 #include "train/prediction_counter.h"
 #include "train/progress.h"
@@ -61,16 +63,19 @@ void stop_if_diverged(const TrainingRun& run, double mean_loss, const std::strin
                               where, saved ? run.last_path : "none yet"));
 }
 
-// What one epoch of training did.
+// What one epoch of training did (a resumed epoch: its totals include those before the stop).
 struct TrainedEpoch {
   BatchTotals totals;
-  std::int64_t batches = 0;         // optimizer steps taken (or skipped by the loss scaler)
-  std::int64_t skipped = 0;         // samples that could not be decoded
-  data::SkipCounts skip_counts{};   // skipped, by reason
-  std::int64_t overflow_steps = 0;  // fp16: steps the loss scaler skipped (inf/NaN gradients)
-  double data_wait_seconds = 0;     // waiting for the loader
-  double step_seconds = 0;          // in the steps: upload, forward, backward, optimizer
-  double comm_wait_seconds = 0;     // distributed: waiting for gradient buckets after backward
+  std::int64_t position = 0;         // the epoch's batches taken: the next one is `position`
+  std::int64_t batches = 0;          // optimizer steps taken here (or skipped by the loss scaler)
+  std::int64_t resumed_samples = 0;  // of totals.samples, those taken before a resume
+  std::int64_t resumed_samples_all = 0;  // the same over every rank
+  std::int64_t skipped = 0;              // samples that could not be decoded
+  data::SkipCounts skip_counts{};        // skipped, by reason
+  std::int64_t overflow_steps = 0;       // fp16: steps the loss scaler skipped (inf/NaN gradients)
+  double data_wait_seconds = 0;          // waiting for the loader
+  double step_seconds = 0;               // in the steps: upload, forward, backward, optimizer
+  double comm_wait_seconds = 0;          // distributed: waiting for gradient buckets after backward
   double seconds = 0;
   int stop_signal = 0;  // the signal that stopped the epoch early, 0 when it ran to its end
 };
@@ -83,32 +88,118 @@ void write_interval_scalars(TrainingRun& run, const TrainedEpoch& trained, doubl
   f.loss = trained.totals.mean_loss();
   f.accuracy = trained.totals.accuracy();
   f.lr = lr;
-  f.samples_per_second = static_cast<double>(trained.totals.samples) / elapsed;
+  f.samples_per_second =
+      static_cast<double>(trained.totals.samples - trained.resumed_samples) / elapsed;
   f.data_wait_percent = 100.0 * trained.data_wait_seconds / elapsed;
   if (run.scaler->enabled()) f.loss_scale = run.scaler->current_scale();
   f.overflow_steps = trained.overflow_steps;
   run.events->add(interval_scalars(f), run.global_step);
 }
 
+// Each step's random numbers (dropout in a TorchScript model, say) come from (seed, step): a
+// resumed run draws what an uninterrupted one draws, without generator states in checkpoints.
+void seed_step(const TrainingRun& run) {
+  torch::manual_seed(data::mix_seed(run.config.seed, static_cast<std::uint64_t>(run.global_step)));
+}
+
+// A copy of `totals` that a reduction over the ranks may change.
+BatchTotals copy_of(const BatchTotals& totals) {
+  BatchTotals copy;
+  copy.loss_sum = totals.loss_sum.clone();
+  copy.correct = totals.correct.clone();
+  copy.samples = totals.samples;
+  return copy;
+}
+
+// A resumed epoch starts where its checkpoint was written, with the totals so far (kept by rank 0
+// alone: they are every rank's sum, and the epoch's end sums the ranks again).
+void resume_inside_epoch(TrainingRun& run, int epoch, TrainedEpoch& trained) {
+  if (!run.resume_position || run.resume_position->epoch != epoch) return;
+  const EpochPosition& p = *run.resume_position;
+  trained.position = std::min(run.resume_first_batch, run.batches_per_epoch);
+  if (run.world.rank() == 0) {
+    trained.totals.loss_sum += p.loss_sum;
+    trained.totals.correct += p.correct;
+    trained.totals.samples = p.samples;
+    trained.resumed_samples = p.samples;
+    trained.skip_counts = p.skipped;
+    for (const std::int64_t k : p.skipped) trained.skipped += k;
+  }
+  trained.resumed_samples_all = p.samples;
+  trained.overflow_steps = p.overflow_steps;
+  run.resume_position.reset();
+}
+
+// last.pt inside epoch `epoch` after `trained.position` of its batches, with the epoch's totals so
+// far over every rank. Every rank calls it after the same step (they agreed on it); rank 0 writes.
+// In the background (the clock), training goes on once the state is copied; otherwise (a stop)
+// the file is written before this returns. Returns false when the loss is no longer finite: such
+// weights are not saved.
+bool save_inside_epoch(TrainingRun& run, int epoch, const TrainedEpoch& trained, bool background) {
+  const auto start = Clock::now();
+  BatchTotals totals = copy_of(trained.totals);
+  run.world.reduce(totals);
+  EpochPosition p;
+  p.epoch = epoch;
+  p.batches = trained.position;
+  p.global_batch = static_cast<std::int64_t>(run.batch_size) * run.world.size();
+  p.loss_sum = totals.loss_sum.item<double>();
+  p.correct = totals.correct.item<std::int64_t>();
+  p.samples = totals.samples;
+  p.overflow_steps = trained.overflow_steps;
+  for (std::size_t r = 0; r < data::kSkipReasons; ++r) {
+    p.skipped[r] = run.world.sum(trained.skip_counts[r]);
+  }
+  if (!std::isfinite(p.loss_sum)) return false;
+  if (!run.world.writes()) return true;
+  model::CheckpointData checkpoint = run.snapshot(epoch, run.last_val_acc);
+  put_position(checkpoint.extra, p);
+  if (trained.stop_signal != 0) {
+    checkpoint.extra["interrupted_in_epoch"] = static_cast<std::int64_t>(epoch + 1);
+    checkpoint.extra["interrupted_after_batches"] = trained.position;
+  }
+  run.last_checkpoint = Clock::now();
+  if (!background) {
+    run.writer.wait();  // an earlier write must not land after this one
+    run.save(run.last_path, checkpoint);
+    return true;
+  }
+  const double copy_seconds = seconds_since(start);
+  const std::string where =
+      fmt::format("step {} (epoch {}, batch {} of {})", run.global_step.load(), epoch + 1,
+                  trained.position, run.batches_per_epoch);
+  run.writer.start([&run, checkpoint = std::move(checkpoint), copy_seconds, where] {
+    const auto writing = Clock::now();
+    run.save(run.last_path, checkpoint);
+    spdlog::info(
+        "checkpoint: {} at {}: training waited {:.0f} ms for the copy, the write took "
+        "{:.2f} s beside it",
+        run.last_path, where, 1e3 * copy_seconds, seconds_since(writing));
+  });
+  return true;
+}
+
 TrainedEpoch train_epoch(TrainingRun& run, int epoch, double lr) {
   const TrainConfig& config = run.config;
   run.net->set_training(true);
-  run.train_loader->start_epoch(epoch);
-  Progress progress(epoch + 1, config.epochs, run.batches_per_epoch, config.log_every,
-                    run.terminal);
   TrainedEpoch trained;
   trained.totals = BatchTotals::zeros(run.device);
+  resume_inside_epoch(run, epoch, trained);
+  run.train_loader->start_epoch(epoch, trained.position);
+  Progress progress(epoch + 1, config.epochs, run.batches_per_epoch, config.log_every,
+                    run.terminal);
   // One process stops when it is asked to; the ranks of a distributed run stop at the step after
   // which they agreed to (StepResult::stop_signal), so that none waits on a collective.
   const bool alone = run.world.size() == 1;
   const double comm_before = run.dist_step ? run.dist_step->wait_seconds() : 0.0;
   const auto start = Clock::now();
   while ((!alone || stop_signal() == 0) && trained.stop_signal == 0 &&
-         trained.batches < run.batches_per_epoch) {
+         trained.position < run.batches_per_epoch) {
     const auto waiting = Clock::now();
     auto batch = run.train_loader->next();
     trained.data_wait_seconds += seconds_since(waiting);
     if (!batch) break;
+    trained.position = batch->index() + 1;
     trained.skipped += batch->skipped();
     data::add(trained.skip_counts, batch->skip_counts());
     // A batch none of whose samples decoded: one process skips it; a rank steps all the same,
@@ -117,6 +208,7 @@ TrainedEpoch train_epoch(TrainingRun& run, int epoch, double lr) {
     const auto stepping = Clock::now();
     at::Tensor images, labels;
     run.feed->upload(std::move(*batch), &images, &labels);
+    seed_step(run);
     const StepResult step = run.runner->train(images, labels);
     trained.step_seconds += seconds_since(stepping);
     trained.stop_signal = step.stop_signal;
@@ -124,18 +216,23 @@ TrainedEpoch train_epoch(TrainingRun& run, int epoch, double lr) {
     ++trained.batches;
     if (!step.stepped) ++trained.overflow_steps;
     trained.totals += step.totals;
-    if (run.terminal || trained.batches % config.log_every == 0 ||
-        trained.batches == run.batches_per_epoch) {
+    const bool last = trained.position == run.batches_per_epoch;
+    if (run.terminal || trained.position % config.log_every == 0 || last) {
       const double mean_loss = trained.totals.mean_loss();
       stop_if_diverged(run, mean_loss,
-                       fmt::format("epoch {} by batch {}", epoch + 1, trained.batches));
-      progress.update(trained.batches - 1, mean_loss, trained.totals.accuracy(),
-                      static_cast<double>(trained.totals.samples) / seconds_since(start));
+                       fmt::format("epoch {} by batch {}", epoch + 1, trained.position));
+      progress.update(trained.position - 1, mean_loss, trained.totals.accuracy(),
+                      static_cast<double>(trained.totals.samples - trained.resumed_samples) /
+                          seconds_since(start));
       // A terminal redraws every batch; TensorBoard gets the log points only.
-      if (run.events &&
-          (trained.batches % config.log_every == 0 || trained.batches == run.batches_per_epoch)) {
+      if (run.events && (trained.position % config.log_every == 0 || last)) {
         write_interval_scalars(run, trained, lr, seconds_since(start));
       }
+    }
+    // --checkpoint-every, agreed by the ranks; the epoch's end (or a stop) writes its own.
+    const bool due = alone ? run.checkpoint_due(run.global_step) : step.checkpoint;
+    if (due && !last && trained.stop_signal == 0 && (!alone || stop_signal() == 0)) {
+      save_inside_epoch(run, epoch, trained, /*background=*/true);
     }
   }
   progress.finish();
@@ -145,27 +242,27 @@ TrainedEpoch train_epoch(TrainingRun& run, int epoch, double lr) {
   return trained;
 }
 
-// Stopped mid-epoch (docker stop, Ctrl-C): the weights trained so far are saved, counted as the
-// last completed epoch, so a resume repeats this epoch from them and nothing is lost.
+// Stopped mid-epoch (docker stop, Ctrl-C, a preemption notice, scancel): the state after the
+// step in progress is saved with its position, so --resume goes on at the next sample and
+// nothing is lost or repeated.
 int stop_mid_epoch(TrainingRun& run, int epoch, const TrainedEpoch& trained) {
   const char* signal_name = strsignal(trained.stop_signal);
-  const double loss_now = trained.totals.loss_sum.item<double>();
+  const auto start = Clock::now();
+  const bool saved = save_inside_epoch(run, epoch, trained, /*background=*/false);
   if (!run.world.writes()) {
     spdlog::warn("{} received in epoch {} after {} batches: rank 0 saves {}", signal_name,
-                 epoch + 1, trained.batches, run.last_path);
-  } else if (std::isfinite(loss_now)) {
-    model::CheckpointData checkpoint = run.snapshot(epoch, run.last_val_acc);
-    checkpoint.extra["interrupted_in_epoch"] = static_cast<std::int64_t>(epoch + 1);
-    checkpoint.extra["interrupted_after_batches"] = trained.batches;
-    run.save(run.last_path, checkpoint);
+                 epoch + 1, trained.position, run.last_path);
+  } else if (saved) {
     spdlog::warn(
-        "{} received in epoch {} after {} batches: saved {}; --resume repeats the epoch from there",
-        signal_name, epoch + 1, trained.batches, run.last_path);
+        "{} received in epoch {} after {} of {} batches (step {}): saved {} in {:.2f} s; "
+        "--resume goes on at the next batch",
+        signal_name, epoch + 1, trained.position, run.batches_per_epoch, run.global_step.load(),
+        run.last_path, seconds_since(start));
   } else {
     spdlog::warn(
-        "{} received in epoch {}, whose loss is {}: these weights are not saved; {} keeps the "
-        "last good epoch",
-        signal_name, epoch + 1, loss_now, run.last_path);
+        "{} received in epoch {}, whose loss is no longer finite: these weights are not saved; "
+        "{} keeps the last good state",
+        signal_name, epoch + 1, run.last_path);
   }
   return 128 + trained.stop_signal;
 }
@@ -246,7 +343,8 @@ void finish_epoch(TrainingRun& run, int epoch, double lr, TrainedEpoch& trained,
   m.val_acc = val.accuracy();
   m.lr = lr;
   m.seconds = seconds;
-  m.samples_per_second = static_cast<double>(trained.totals.samples) / trained.seconds;
+  m.samples_per_second =
+      static_cast<double>(trained.totals.samples - trained.resumed_samples_all) / trained.seconds;
   m.data_wait_seconds = trained.data_wait_seconds;
   m.data_wait_percent = 100.0 * trained.data_wait_seconds / trained.seconds;
   m.skipped = trained.skipped;
@@ -260,8 +358,10 @@ void finish_epoch(TrainingRun& run, int epoch, double lr, TrainedEpoch& trained,
   // weights would never be written). Killed before last.pt is written, --resume repeats this
   // epoch and writes both again.
   const model::CheckpointData checkpoint = run.snapshot(epoch + 1, m.val_acc);
+  run.writer.wait();  // a clock checkpoint still being written must not land after these
   if (best) run.save(run.best_path, checkpoint);
   run.save(run.last_path, checkpoint);
+  run.last_checkpoint = Clock::now();
   if (run.world.writes()) append_metrics(run.config.run_dir + "/metrics.csv", m);
   if (run.events) run.events->add(epoch_scalars(m), run.global_step);
   if (run.report) {

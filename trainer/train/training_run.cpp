@@ -142,8 +142,10 @@ void resume(TrainingRun& run) {
   }
   bytes = run.world.broadcast_from_first(std::move(bytes));
   model::CheckpointData c;
+  std::optional<EpochPosition> position;
   try {
     c = model::parse_checkpoint(bytes, run.last_path);
+    position = get_position(c.extra);
     run.net->load_state(c.model_state);
     model::import_adamw(*run.optimizer, run.params, c.optimizer);
     // A run resumed in another precision keeps going: without saved scaler state (fp32 or
@@ -170,7 +172,27 @@ void resume(TrainingRun& run) {
                                : fmt::format("best val_acc {:.2f}%", 100.0 * run.best_val_acc);
   const auto stopped_in = c.extra.find("interrupted_in_epoch");
   const auto stopped_after = c.extra.find("interrupted_after_batches");
-  if (stopped_in != c.extra.end() && stopped_after != c.extra.end()) {
+  if (position && position->epoch == c.epoch) {
+    // Written inside an epoch (a stop signal or --checkpoint-every): the epoch goes on.
+    const std::int64_t global_batch = static_cast<std::int64_t>(run.batch_size) * run.world.size();
+    const ResumeStart start = resume_start(*position, global_batch);
+    run.resume_position = position;
+    run.resume_first_batch = start.first_batch;
+    if (start.exact && global_batch == position->global_batch) {
+      spdlog::info(
+          "resumed from {} inside epoch {} at step {} ({}): the epoch goes on at batch {}, the "
+          "next sample an uninterrupted run takes",
+          run.last_path, position->epoch + 1, run.global_step.load(), best, start.first_batch + 1);
+    } else {
+      spdlog::warn(
+          "resumed from {} inside epoch {}, written with a global batch of {} and run now with "
+          "{}: the epoch goes on at batch {}{}",
+          run.last_path, position->epoch + 1, position->global_batch, global_batch,
+          start.first_batch + 1,
+          start.repeated > 0 ? fmt::format(", {} of its samples taken again", start.repeated)
+                             : std::string(", no sample taken twice"));
+    }
+  } else if (stopped_in != c.extra.end() && stopped_after != c.extra.end()) {
     // Saved by a stop signal during an epoch: that epoch runs again from its first batch.
     const auto epoch = std::get<std::int64_t>(stopped_in->second);
     spdlog::info(
@@ -325,8 +347,9 @@ void attach_distributed_step(TrainingRun& run) {
   buckets.bucket_bytes = static_cast<std::size_t>(run.config.bucket_mb * (1 << 20));
   buckets.first_bucket_bytes = std::min<std::size_t>(buckets.bucket_bytes, 1u << 20);
   buckets.overlap = run.config.overlap;
-  run.dist_step = std::make_unique<DistributedStep>(*run.world.group(), run.params, buckets,
-                                                    stop_signal, run.device);
+  run.dist_step = std::make_unique<DistributedStep>(
+      *run.world.group(), run.params, buckets, stop_signal,
+      [&run] { return run.checkpoint_due(run.global_step + 1); }, run.device);
   run.runner->set_sync(run.dist_step.get());
   spdlog::info("gradients averaged over {} ranks in {} bucket(s), {} backward", run.world.size(),
                run.dist_step->buckets().bucket_count(),
@@ -428,8 +451,13 @@ TrainingRun::TrainingRun(const TrainConfig& cfg)
                                         device, config.clip_norm);
   if (world.group() != nullptr) attach_distributed_step(*this);
   make_loaders(*this, workers);
+  if (world.writes() && config.checkpoint_every.enabled()) {
+    spdlog::info("checkpoints: last.pt {} and at epoch ends (--checkpoint-every)",
+                 config.checkpoint_every.describe());
+  }
 
   start_reporting(*this);
+  last_checkpoint = std::chrono::steady_clock::now();
   terminal = world.writes() && isatty(STDOUT_FILENO) != 0;
   batches_per_epoch = config.limit_batches > 0
                           ? std::min(config.limit_batches, train_loader->batches_per_epoch())
@@ -444,7 +472,9 @@ TrainingRun::~TrainingRun() {
 model::CheckpointData TrainingRun::snapshot(int epochs_done, double val_acc) const {
   model::CheckpointData c;
   for (const auto& [name, tensor] : net->state()) {
-    c.model_state.emplace_back(name, tensor.detach().cpu());
+    // A copy on the CPU too (.cpu() alone would share a CPU tensor's storage).
+    c.model_state.emplace_back(name, tensor.detach().to(torch::kCPU, /*non_blocking=*/false,
+                                                        /*copy=*/true));
   }
   c.optimizer = model::export_adamw(*optimizer, params);
   c.scaler = scaler->state();
@@ -455,6 +485,13 @@ model::CheckpointData TrainingRun::snapshot(int epochs_done, double val_acc) con
   c.classes = class_names;
   c.model_info = model_info;
   return c;
+}
+
+bool TrainingRun::checkpoint_due(std::int64_t step) const {
+  if (!world.writes()) return false;
+  const double since =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - last_checkpoint).count();
+  return config.checkpoint_every.due(step, since);
 }
 
 void TrainingRun::save(const std::string& path, const model::CheckpointData& checkpoint) const {

@@ -9,6 +9,7 @@
 #include <torch/optim/adamw.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -20,11 +21,13 @@
 #include "model/checkpoint.h"
 #include "model/model.h"
 #include "report/event_file.h"
+#include "train/checkpoint_writer.h"
 #include "train/config.h"
 #include "train/confusion.h"
 #include "train/data_setup.h"
 #include "train/device_feed.h"
 #include "train/distributed_step.h"
+#include "train/epoch_position.h"
 #include "train/grad_scaler.h"
 #include "train/live_report.h"
 #include "train/monitor.h"
@@ -41,12 +44,17 @@ struct TrainingRun {
   TrainingRun(const TrainingRun&) = delete;
   TrainingRun& operator=(const TrainingRun&) = delete;
 
-  // The model, optimizer and scaler as a checkpoint after `epochs_done` epochs.
+  // The model, optimizer and scaler as a checkpoint after `epochs_done` epochs. The tensors are
+  // copies: training may go on while the snapshot is written (CheckpointWriter).
   model::CheckpointData snapshot(int epochs_done, double val_acc) const;
 
   // Writes `checkpoint` to `path` atomically, in the process that writes (World::writes).
   // Throws UserError 73 when it cannot.
   void save(const std::string& path, const model::CheckpointData& checkpoint) const;
+
+  // Whether --checkpoint-every wants last.pt after global step `step`, by this process's clock
+  // (rank 0's decides: the others answer no, and the ranks agree on rank 0's answer).
+  bool checkpoint_due(std::int64_t step) const;
 
   const TrainConfig& config;
   DistContract contract;  // the torchrun variables: rank 0 of 1 unless launched distributed
@@ -72,9 +80,15 @@ struct TrainingRun {
   bool terminal = false;                      // stdout is a terminal: a redrawn progress bar
   std::string last_path, best_path;
   std::optional<RunLock> run_lock;  // rank 0's: one live run per run directory
+  CheckpointWriter writer;          // rank 0's checkpoints between epoch ends (--checkpoint-every)
+  std::chrono::steady_clock::time_point last_checkpoint;  // last.pt last written, or the start
 
   // Where training stands: from the resumed checkpoint, then after each epoch.
   int start_epoch = 0;
+  // A checkpoint written inside an epoch: where in start_epoch the resumed run goes on, with the
+  // epoch's totals so far (the first epoch only).
+  std::optional<EpochPosition> resume_position;
+  std::int64_t resume_first_batch = 0;
   double best_val_acc = 0.0;
   double last_val_acc = 0.0;
   std::atomic<std::int64_t> global_step{0};  // also read by the monitor's thread

@@ -8,7 +8,9 @@
 #include <atomic>
 #include <cstdlib>
 #include <map>
+#include <random>
 #include <stdexcept>
+#include <utility>
 #include <vector>
 
 #include "data/memory_source.h"
@@ -190,6 +192,43 @@ TEST(Loader, RestartingAnEpochMidwayGivesTheWholeEpoch) {
   loader.start_epoch(5);
   ASSERT_TRUE(loader.next().has_value());
   EXPECT_EQ(epoch_indices(loader, 2), full);
+}
+
+// A resumed run: an epoch started at batch k gives batches k.. of the uninterrupted epoch, byte
+// for byte with augmentation, for any worker count; past the end, no batch.
+TEST(Loader, AnEpochStartedAtBatchKGivesTheRestOfTheSameEpoch) {
+  std::vector<std::uint8_t> pixels(50 * 3 * 16 * 16);
+  std::mt19937 rng(7);
+  for (auto& p : pixels) p = static_cast<std::uint8_t>(rng());
+  std::vector<std::uint8_t> labels(50);
+  for (std::size_t i = 0; i < labels.size(); ++i) labels[i] = static_cast<std::uint8_t>(i % 5);
+  const MemorySource memory(pixels, labels, ImageShape{3, 16, 16}, 5, "memory");
+  auto batches_from = [&](int workers, std::int64_t first) {
+    LoaderConfig c = config_for(6, workers);
+    c.transform.out = ImageShape{3, 12, 12};
+    c.transform.train = true;
+    Loader loader(memory, c);
+    loader.start_epoch(3, first);
+    std::vector<std::pair<std::int64_t, std::vector<std::uint8_t>>> out;
+    while (auto batch = loader.next()) {
+      out.emplace_back(
+          batch->index(),
+          std::vector<std::uint8_t>(batch->images(), batch->images() + batch->image_bytes()));
+    }
+    return out;
+  };
+  const auto whole = batches_from(0, 0);
+  ASSERT_EQ(whole.size(), 9u);
+  for (const int workers : {0, 2}) {
+    const auto rest = batches_from(workers, 4);
+    ASSERT_EQ(rest.size(), 5u) << workers << " workers";
+    for (std::size_t i = 0; i < rest.size(); ++i) {
+      EXPECT_EQ(rest[i].first, static_cast<std::int64_t>(4 + i));
+      EXPECT_EQ(rest[i].second, whole[4 + i].second) << "batch " << 4 + i;
+    }
+    EXPECT_TRUE(batches_from(workers, 9).empty());
+    EXPECT_TRUE(batches_from(workers, 100).empty());
+  }
 }
 
 TEST(Loader, BuffersAreReusedAcrossEpochs) {

@@ -128,7 +128,7 @@ std::vector<std::vector<at::Tensor>> two_ranks(int steps, BucketOptions buckets,
   on_two_ranks([&](int rank, Collectives& group) {
     RankSetup r = make_rank(std::move(nets[static_cast<std::size_t>(rank)]));
     DistributedStep sync(
-        group, r.net->parameters(), buckets, [] { return 0; }, c10::kCPU);
+        group, r.net->parameters(), buckets, [] { return 0; }, nullptr, c10::kCPU);
     r.runner->set_sync(&sync);
     const at::Tensor mine = torch::arange(32 * rank, 32 * rank + 32);
     for (int s = 0; s < steps; ++s)
@@ -190,7 +190,7 @@ TEST(DistributedStep, ScalerSkipsOnEveryRankWhenOneRanksGradientsOverflow) {
   on_two_ranks([&](int rank, Collectives& group) {
     RankSetup r = make_rank(std::move(nets[static_cast<std::size_t>(rank)]), /*scaled=*/true);
     DistributedStep sync(
-        group, r.net->parameters(), BucketOptions{}, [] { return 0; }, c10::kCPU);
+        group, r.net->parameters(), BucketOptions{}, [] { return 0; }, nullptr, c10::kCPU);
     r.runner->set_sync(&sync);
     at::Tensor images = x.clone();
     if (rank == 1) images[0].fill_(std::numeric_limits<float>::infinity());
@@ -205,23 +205,29 @@ TEST(DistributedStep, ScalerSkipsOnEveryRankWhenOneRanksGradientsOverflow) {
   }
 }
 
-TEST(DistributedStep, AStopSignalOnOneRankStopsBoth) {
+// A stop signal on rank 1 and rank 0's checkpoint clock: both ranks agree on both after the step.
+TEST(DistributedStep, AStopSignalOnOneRankStopsBothAndRankZerosCheckpointIsEveryones) {
   SKIP_WITHOUT_GLOO();
   auto [x, y] = make_batch(8, 11);
   std::vector<std::unique_ptr<model::Model>> nets;
   nets.push_back(make_cnn(7));
   nets.push_back(make_cnn(7));
   int agreed[2] = {-1, -1};
+  bool checkpoint[2] = {false, false};
   on_two_ranks([&](int rank, Collectives& group) {
     RankSetup r = make_rank(std::move(nets[static_cast<std::size_t>(rank)]));
     DistributedStep sync(
         group, r.net->parameters(), BucketOptions{}, [rank] { return rank == 1 ? SIGTERM : 0; },
-        c10::kCPU);
+        [rank] { return rank == 0; }, c10::kCPU);
     r.runner->set_sync(&sync);
-    agreed[rank] = r.runner->train(x, y).stop_signal;
+    const StepResult step = r.runner->train(x, y);
+    agreed[rank] = step.stop_signal;
+    checkpoint[rank] = step.checkpoint;
   });
   EXPECT_EQ(agreed[0], SIGTERM);
   EXPECT_EQ(agreed[1], SIGTERM);
+  EXPECT_TRUE(checkpoint[0]);
+  EXPECT_TRUE(checkpoint[1]) << "rank 1 did not learn of rank 0's checkpoint";
 }
 
 TEST(Collectives, ARankThatNeverArrivesEndsTheRendezvousWithACount) {

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -98,6 +99,42 @@ TEST_F(TrainCli, BadLossScaleSettingsExit64NamingThem) {
   const Result i = train({"--name", "x"}, {{"DL_LOSS_SCALE_INTERVAL", "0"}});
   EXPECT_EQ(i.code, 64) << show(i);
   EXPECT_TRUE(contains(i.out, "DL_LOSS_SCALE_INTERVAL")) << show(i);
+}
+
+// --workspace as dl-launch honours it, from another working directory: runs/<name>/ and dl.conf
+// are the workspace's, a relative --workspace is the caller's; DL_WORKSPACE and --workspace=X
+// too. A workspace that does not exist: 66, naming it, nothing written.
+TEST_F(TrainCli, WorkspaceIsHonouredFromAnotherDirectory) {
+  TempDir caller;
+  write_file(ws / "dl.conf", "epochs = 1\nlimit-batches = 2\n");
+  const std::string relative = std::filesystem::relative(ws.path(), caller.path()).string();
+  auto run_from_caller = [&](std::vector<std::string> args, const EnvVars& env = {}) {
+    std::vector<std::string> argv = {kTrain, "--device",  "cpu",    "--threads",
+                                     "1",    "--workers", "1",      "--monitor-every",
+                                     "0",    "--data",    ws.path()};
+    argv.insert(argv.end(), args.begin(), args.end());
+    Process p(in_directory(caller.path(), argv), env);
+    return p.wait(kRunTimeout);
+  };
+  const Result a = run_from_caller({"--workspace", relative, "--name", "a"});
+  ASSERT_EQ(a.code, 0) << show(a);
+  EXPECT_TRUE(file_exists(ws / "runs/a/last.pt")) << show(a);
+  EXPECT_FALSE(file_exists(caller / "runs")) << "wrote runs/ in the caller's directory";
+  EXPECT_TRUE(contains(a.out, "batch 2/2")) << "the workspace's dl.conf was not read: " << show(a);
+  const Result b = run_from_caller({"--workspace=" + ws.path(), "--name", "b"});
+  ASSERT_EQ(b.code, 0) << show(b);
+  EXPECT_TRUE(file_exists(ws / "runs/b/last.pt"));
+  const Result c = run_from_caller({"--name", "c"}, {{"DL_WORKSPACE", ws.path()}});
+  ASSERT_EQ(c.code, 0) << show(c);
+  EXPECT_TRUE(file_exists(ws / "runs/c/last.pt"));
+  EXPECT_TRUE(list_dir(caller.path()).empty());
+
+  const Result missing = run_from_caller({"--workspace", "no-such-dir", "--name", "d"});
+  EXPECT_EQ(missing.code, 66) << show(missing);
+  EXPECT_TRUE(contains(missing.out,
+                       "--workspace: workspace " + caller.path() + "/no-such-dir does not exist"))
+      << show(missing);
+  EXPECT_TRUE(list_dir(caller.path()).empty());
 }
 
 }  // namespace

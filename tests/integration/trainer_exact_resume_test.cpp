@@ -1,0 +1,173 @@
+// Exact resume: a run stopped at any step (a stop signal, or kill -9 after a --checkpoint-every
+// write) and resumed with --resume ends with the very weights, optimizer state and epoch metrics
+// of a run that never stopped: bitwise on the CPU with one compute thread. Equal training loss and
+// accuracy sums for the interrupted epoch mean no sample was taken twice or left out (a sample
+// more or less changes the sum). Under another global batch the resumed run says what it repeats.
+#include <ATen/ATen.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <regex>
+#include <string>
+#include <vector>
+
+#include "model/checkpoint.h"
+#include "support/data_sets.h"
+#include "support/files.h"
+#include "support/matchers.h"
+#include "support/process.h"
+#include "support/temp_dir.h"
+
+namespace dl::test {
+namespace {
+
+const std::string kTrain = DL_TRAIN_BIN;
+constexpr std::chrono::seconds kRunTimeout{300};
+
+// 2 epochs of 12 batches of 32 on a Fashion-MNIST subset, one thread, a progress line a batch.
+class ExactResume : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (fashion_mnist_dir().empty()) GTEST_SKIP() << kNoFashion;
+    write_fashion_subset(data_.path(), 1024, 256);
+  }
+
+  std::vector<std::string> argv(const std::string& name, std::vector<std::string> more) const {
+    std::vector<std::string> a = {
+        kTrain, "--threads",   "1",          "--workers", "1", "--monitor-every",
+        "0",    "--data",      data_.path(), "--epochs",  "2", "--limit-batches",
+        "12",   "--log-every", "1",          "--name",    name};
+    // Batches of 32 unless the test says otherwise.
+    if (std::find(more.begin(), more.end(), "--batch-size") == more.end()) {
+      a.insert(a.end(), {"--batch-size", "32"});
+    }
+    a.insert(a.end(), more.begin(), more.end());
+    return in_directory(ws_.path(), a);
+  }
+
+  Result train(const std::string& name, std::vector<std::string> more) const {
+    Process p(argv(name, std::move(more)));
+    return p.wait(kRunTimeout);
+  }
+
+  // The uninterrupted run everything is compared with.
+  void reference() {
+    const Result r = train("ref", {"--checkpoint-every", "0"});
+    ASSERT_EQ(r.code, 0) << show(r);
+  }
+
+  // Weights, AdamW's state, the step and both epochs' metrics of runs/<name> equal the
+  // reference's exactly.
+  void expect_same_as_reference(const std::string& name) const {
+    const auto ref = model::load_checkpoint(ws_ / "runs/ref/last.pt");
+    const auto got = model::load_checkpoint(ws_ / ("runs/" + name + "/last.pt"));
+    EXPECT_EQ(got.epoch, 2);
+    EXPECT_EQ(std::get<std::int64_t>(got.extra.at("global_step")), 24);
+    ASSERT_EQ(ref.model_state.size(), got.model_state.size());
+    for (std::size_t i = 0; i < ref.model_state.size(); ++i) {
+      EXPECT_TRUE(at::equal(ref.model_state[i].second, got.model_state[i].second))
+          << ref.model_state[i].first << " differs";
+    }
+    ASSERT_EQ(ref.optimizer.state.size(), got.optimizer.state.size());
+    for (const auto& [index, s] : ref.optimizer.state) {
+      const auto& g = got.optimizer.state.at(index);
+      EXPECT_EQ(s.step, g.step);
+      EXPECT_TRUE(at::equal(s.exp_avg, g.exp_avg)) << "exp_avg of parameter " << index;
+      EXPECT_TRUE(at::equal(s.exp_avg_sq, g.exp_avg_sq)) << "exp_avg_sq of parameter " << index;
+    }
+    const Csv a = read_csv(ws_ / "runs/ref/metrics.csv");
+    const Csv b = read_csv(ws_ / ("runs/" + name + "/metrics.csv"));
+    ASSERT_EQ(b.rows.size(), 2u) << read_file(ws_ / ("runs/" + name + "/metrics.csv"));
+    for (std::size_t row = 0; row < 2; ++row) {
+      for (const char* column : {"train_loss", "train_acc", "val_loss", "val_acc", "lr"}) {
+        EXPECT_EQ(a.number(row, column), b.number(row, column))
+            << column << " of epoch " << row + 1 << ": a sample taken twice or left out";
+      }
+    }
+  }
+
+  TempDir data_, ws_;
+};
+
+TEST_F(ExactResume, KilledAfterClockCheckpointsResumesAtTheNextSampleBitwise) {
+  reference();
+  // last.pt every 4 steps; kill -9 once step 4's write is reported, again once step 16's is, then
+  // let the run finish.
+  const std::vector<std::string> every = {"--checkpoint-every", "4"};
+  int resumed_inside = 0;
+  for (const std::string step : {"4", "16"}) {
+    std::vector<std::string> more = every;
+    if (step != "4") more.emplace_back("--resume");
+    Process p(argv("k", more));
+    ASSERT_TRUE(wait_for_output(p, "at step " + step + " (", kRunTimeout)) << p.out();
+    p.send_signal(SIGKILL);
+    const Result killed = p.wait(kRunTimeout);
+    ASSERT_EQ(killed.signal, SIGKILL) << show(killed);
+    if (contains(killed.out, "inside epoch")) ++resumed_inside;
+  }
+  std::vector<std::string> more = every;
+  more.emplace_back("--resume");
+  const Result last = train("k", more);
+  ASSERT_EQ(last.code, 0) << show(last);
+  EXPECT_EQ(resumed_inside, 1) << "the second start resumed inside epoch 1";
+  EXPECT_TRUE(std::regex_search(last.out, std::regex(R"(inside epoch 2 at step (16|20) )")))
+      << show(last);
+  expect_same_as_reference("k");
+}
+
+TEST_F(ExactResume, SigtermAtAStepSavesThePositionAndResumesBitwise) {
+  reference();
+  Process p(argv("s", {"--checkpoint-every", "0"}));
+  ASSERT_TRUE(wait_for_output(p, " batch 5/12", kRunTimeout)) << p.out();
+  p.send_signal(SIGTERM);
+  const Result stopped = p.wait(kRunTimeout);
+  ASSERT_EQ(stopped.code, 128 + SIGTERM) << show(stopped);
+  const auto saved = model::load_checkpoint(ws_ / "runs/s/last.pt");
+  const auto batches = std::get<std::int64_t>(saved.extra.at("position_batches"));
+  EXPECT_GE(batches, 5);
+  EXPECT_EQ(std::get<std::int64_t>(saved.extra.at("position_global_batch")), 32);
+  EXPECT_TRUE(contains(stopped.out, "--resume goes on at the next batch")) << show(stopped);
+
+  const Result resumed = train("s", {"--checkpoint-every", "0", "--resume"});
+  ASSERT_EQ(resumed.code, 0) << show(resumed);
+  EXPECT_TRUE(contains(resumed.out, "the epoch goes on at batch " + std::to_string(batches + 1)))
+      << show(resumed);
+  expect_same_as_reference("s");
+}
+
+TEST_F(ExactResume, AnotherGlobalBatchSaysWhatItTakesAgain) {
+  Process p(argv("g", {"--checkpoint-every", "5"}));
+  ASSERT_TRUE(wait_for_output(p, "at step 5 (", kRunTimeout)) << p.out();
+  p.send_signal(SIGKILL);
+  p.wait(kRunTimeout);
+  const auto saved = model::load_checkpoint(ws_ / "runs/g/last.pt");
+  const auto batches = std::get<std::int64_t>(saved.extra.at("position_batches"));
+  // 32 x batches samples taken; batches of 48 from the last whole one before that position.
+  const std::int64_t taken = 32 * batches;
+  const Result r = train("g", {"--checkpoint-every", "0", "--resume", "--batch-size", "48"});
+  ASSERT_EQ(r.code, 0) << show(r);
+  const std::string again = taken % 48 == 0
+                                ? "no sample taken twice"
+                                : std::to_string(taken % 48) + " of its samples taken again";
+  EXPECT_TRUE(contains(r.out,
+                       "written with a global batch of 32 and run now with 48: the epoch "
+                       "goes on at batch " +
+                           std::to_string(taken / 48 + 1) + ", " + again))
+      << show(r);
+}
+
+TEST_F(ExactResume, BadIntervalIsRefusedWith64NamingTheOption) {
+  const Result r = train("bad", {"--checkpoint-every", "5x"});
+  EXPECT_EQ(r.code, 64) << show(r);
+  EXPECT_TRUE(contains(r.out,
+                       "--checkpoint-every: '5x' is not an interval; expected a number of "
+                       "steps (500), a time (30s, 10m, 2h) or 0"))
+      << show(r);
+  EXPECT_FALSE(file_exists(ws_ / "runs/bad")) << "a refused start wrote its run directory";
+}
+
+}  // namespace
+}  // namespace dl::test
