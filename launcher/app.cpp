@@ -7,6 +7,7 @@
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -571,6 +572,78 @@ RankGroupSpec rank_group(const LaunchOptions& opts, const Launch& launch) {
   return g;
 }
 
+// `env` with `name` set to `value`, replacing what it had.
+void set_variable(EnvList& env, const std::string& name, const std::string& value) {
+  env.erase(std::remove_if(env.begin(), env.end(), [&](const auto& v) { return v.first == name; }),
+            env.end());
+  env.emplace_back(name, value);
+}
+
+// What a restart adds to every rank's environment: --resume from the newest last.pt, or, before
+// the first one was written, a start over the run's own files.
+EnvList restart_variables(const Launch& launch, std::string* from) {
+  const std::string last = launch.run_dir + "/last.pt";
+  if (access(last.c_str(), F_OK) == 0) {
+    *from = "resuming from " + last;
+    return {{"DL_RESUME", "true"}};
+  }
+  *from = "starting over: no last.pt was written yet";
+  return {{"DL_RESUME", "false"}, {"DL_OVERWRITE", "true"}};
+}
+
+// The program's processes to their end: one (it inherits the terminal, so a progress bar
+// redraws) or every local rank. With --max-restarts N, a failure a restart may fix
+// (restart_policy.h) stops the others as always and then starts every rank again, up to N times,
+// one line each naming the rank, the cause and what it resumes from. Returns 0, the code of a
+// failure not retried, or the first failure's code once the restarts are used up (torchrun's
+// choice: the first failure is the cause, the later ones its echo).
+int run_supervised(const LaunchOptions& opts, const Launch& launch) {
+  const Topology& t = launch.plan.topology;
+  const bool single = t.world_size.value == 1 && launch.plan.ranks.size() <= 1;
+  std::optional<int> first_failure;
+  EnvList extra;
+  for (int restart = 0;; ++restart) {
+    SupervisedEnd end;
+    int code = 0;
+    if (single) {
+      SpawnSpec spec;
+      spec.argv = launch.command;
+      spec.cwd = launch.workspace;
+      spec.env = launch.env;
+      for (const auto& [name, value] : extra) set_variable(spec.env, name, value);
+      spec.grace_seconds = opts.grace_seconds;
+      spec.identity = launch.run_as;
+      code = supervise(spec, &end);
+      if (code != 0) spdlog::warn("{} exited with code {}", launch.command[0], code);
+    } else {
+      RankGroupSpec group = rank_group(opts, launch);
+      for (RankSpawn& r : group.ranks) {
+        for (const auto& [name, value] : extra) set_variable(r.env, name, value);
+      }
+      code = supervise_ranks(group, &end);
+    }
+    if (code == 0 || opts.max_restarts == 0) return code;
+    if (!first_failure) first_failure = code;
+    const std::string refusal = restart_refusal(code, end);
+    if (!refusal.empty()) {
+      spdlog::error("not restarting (--max-restarts): {}", refusal);
+      return code;
+    }
+    if (restart == opts.max_restarts) {
+      spdlog::error(
+          "rank {} {}: the {} restart(s) of --max-restarts are used up; exit {}, the "
+          "first failure's",
+          end.failed_rank, end.cause, opts.max_restarts, *first_failure);
+      return *first_failure;
+    }
+    std::string from;
+    extra = restart_variables(launch, &from);
+    spdlog::warn("restart {} of {} (--max-restarts): rank {} {}; starting {} again, {}",
+                 restart + 1, opts.max_restarts, end.failed_rank, end.cause,
+                 single ? "it" : fmt::format("all {} local ranks", launch.plan.ranks.size()), from);
+  }
+}
+
 // evaluate and predict are dl-train's, in one process: no command after --, one rank.
 void restrict_to_checkpoint_command(const CheckpointCommand& c, LaunchOptions& opts) {
   if (!opts.command.empty()) {
@@ -638,20 +711,7 @@ int run(int argc, const char* const argv[]) {
   std::cout << render_text(launch, false) << std::flush;
   const bool fresh = write_run_files(launch);
 
-  const Topology& t = launch.plan.topology;
-  if (t.world_size.value == 1 && launch.plan.ranks.size() <= 1) {
-    // One process: it inherits the terminal (a progress bar redraws), as it always has.
-    SpawnSpec spec;
-    spec.argv = launch.command;
-    spec.cwd = launch.workspace;
-    spec.env = launch.env;
-    spec.grace_seconds = opts.grace_seconds;
-    spec.identity = launch.run_as;
-    const int code = supervise(spec);
-    if (code != 0) spdlog::warn("{} exited with code {}", launch.command[0], code);
-    return after_exit(launch, fresh, code);
-  }
-  return after_exit(launch, fresh, supervise_ranks(rank_group(opts, launch)));
+  return after_exit(launch, fresh, run_supervised(opts, launch));
 }
 
 }  // namespace

@@ -186,6 +186,7 @@ void read_run_settings(const settings::Layers& s, LaunchOptions* opts) {
     r.sample_bytes = {*bytes, s.source("input-shape")};
   }
   if (auto g = s.real("grace-period")) opts->grace_seconds = *g;
+  if (auto m = s.integer("max-restarts")) opts->max_restarts = static_cast<int>(*m);
   if (s.has("name")) {
     opts->run_name = s.get("name");
     if (!is_safe_name(opts->run_name)) {

@@ -22,6 +22,7 @@ struct LaunchOptions {
   std::string run_name;                    // empty: a timestamp
   Request request;
   double grace_seconds = 30.0;
+  int max_restarts = 0;  // runs started again after a failure (restart_policy.h)
   std::string trainer = "dl-train";
   std::string nvml_library;
   std::vector<std::string> command;  // after "--"; empty: the trainer

@@ -20,9 +20,12 @@
 #include <cstring>
 #include <map>
 #include <optional>
+#include <utility>
+#include <vector>
 
 #include "core/act_as.h"
 #include "core/errors.h"
+#include "launcher/exit_status.h"
 
 extern char** environ;
 
@@ -206,20 +209,6 @@ void start_rank(const RankGroupSpec& spec, Rank& r, const sigset_t& old_mask) {
   r.out = std::move(read_end);
 }
 
-int decode_status(int status) {
-  if (WIFEXITED(status)) return WEXITSTATUS(status);
-  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
-  return exit_code::kInternal;
-}
-
-std::string describe_end(int status) {
-  if (WIFSIGNALED(status)) {
-    const int sig = WTERMSIG(status);
-    return "died of signal " + std::to_string(sig) + " (" + strsignal(sig) + ")";
-  }
-  return "exited with code " + std::to_string(decode_status(status));
-}
-
 // The ranks' output: every byte to the log; a shown rank's to the terminal, by whole lines with
 // its prefix when lines are prefixed, else as it comes (a progress bar's \r passes through).
 class OutputPump {
@@ -300,6 +289,8 @@ class Group {
     r.code = decode_status(status);
     if (r.code == 0 || failure_) return;
     failure_ = r.code;
+    end_.failed_rank = r.spawn->global_rank;
+    end_.cause = describe_end(status);
     spdlog::error(
         "rank {} {}; its log: {}; stopping the other ranks (SIGTERM, SIGKILL after {:g} s)",
         r.spawn->global_rank, describe_end(status), r.log_path, spec_.grace_seconds);
@@ -308,6 +299,7 @@ class Group {
   }
 
   void on_stop_signal(int sig) {
+    end_.stop_requested = true;
     if (!kill_at_) {
       spdlog::warn(
           "{} received: forwarding it to every rank; killing them in {:g} s if they "
@@ -320,13 +312,20 @@ class Group {
     arm_kill();
   }
 
+  // Ranks found ended together: one that lost a peer (exit 75) is the echo of another's failure,
+  // so the others are reported first and the cause is the one that is named.
   void reap() {
+    std::vector<std::pair<Rank*, int>> ended;
     for (auto& r : ranks_) {
       if (!r.running) continue;
       int status = 0;
       const pid_t p = waitpid(r.pid, &status, WNOHANG);
-      if (p == r.pid) on_exit(r, status);
+      if (p == r.pid) ended.emplace_back(&r, status);
     }
+    std::stable_partition(ended.begin(), ended.end(), [](const auto& e) {
+      return decode_status(e.second) != exit_code::kRendezvous;
+    });
+    for (const auto& [r, status] : ended) on_exit(*r, status);
   }
 
   bool any_running() const {
@@ -352,6 +351,7 @@ class Group {
 
   OutputPump& pump() { return pump_; }
   int result() const { return failure_.value_or(0); }
+  const SupervisedEnd& end() const { return end_; }
 
  private:
   void arm_kill() {
@@ -367,6 +367,7 @@ class Group {
   std::optional<Clock::time_point> kill_at_;
   bool killed_ = false;
   std::optional<int> failure_;
+  SupervisedEnd end_;
 };
 
 void supervise_loop(Group& group, std::vector<Rank>& ranks, int sig_fd) {
@@ -407,7 +408,7 @@ std::string rank_log_name(int global_rank) {
   return "rank-" + std::to_string(global_rank) + ".log";
 }
 
-int supervise_ranks(const RankGroupSpec& spec) {
+int supervise_ranks(const RankGroupSpec& spec, SupervisedEnd* end) {
   std::vector<Rank> ranks(spec.ranks.size());
   std::optional<ActAs> owner;
   owner.emplace(spec.identity);
@@ -454,6 +455,7 @@ int supervise_ranks(const RankGroupSpec& spec) {
   signalfd_siginfo info{};
   while (read(sig_fd.fd, &info, sizeof info) == static_cast<ssize_t>(sizeof info)) {
   }
+  if (end != nullptr) *end = group.end();
   return group.result();
 }
 

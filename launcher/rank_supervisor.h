@@ -11,6 +11,7 @@
 
 #include "core/run_as.h"
 #include "launcher/launch.h"
+#include "launcher/restart_policy.h"
 
 namespace dl {
 
@@ -38,6 +39,7 @@ std::string rank_log_name(int global_rank);
 // (128+N for signal N), which is also reported in one line naming the rank, its code or signal
 // and its log. Throws UserError 73 when a log cannot be created safely, 126 when a rank cannot be
 // started (the ranks already started are stopped first).
-int supervise_ranks(const RankGroupSpec& spec);
+// `end`, when given, says whether a stop signal was forwarded and which rank failed first, how.
+int supervise_ranks(const RankGroupSpec& spec, SupervisedEnd* end = nullptr);
 
 }  // namespace dl

@@ -23,6 +23,7 @@
 #include <system_error>
 
 #include "core/errors.h"
+#include "launcher/exit_status.h"
 
 namespace bp = boost::process;
 
@@ -39,12 +40,6 @@ sigset_t supervised_signals() {
   sigemptyset(&set);
   for (int s : {SIGINT, SIGTERM, SIGHUP, SIGCHLD}) sigaddset(&set, s);
   return set;
-}
-
-int decode_status(int status) {
-  if (WIFEXITED(status)) return WEXITSTATUS(status);
-  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
-  return exit_code::kInternal;
 }
 
 timespec to_timespec(Clock::duration d) {
@@ -136,7 +131,8 @@ void forward_stop_signal(int sig, pid_t pid, double grace_seconds,
 }
 
 // Waits for the program to end, forwarding stop signals and killing it after the grace period.
-void wait_for_child(bp::child& child, const sigset_t& set, double grace_seconds) {
+// Returns whether a stop signal was forwarded.
+bool wait_for_child(bp::child& child, const sigset_t& set, double grace_seconds) {
   const pid_t pid = child.id();
   std::optional<Clock::time_point> kill_at;
   bool killed = false;
@@ -157,11 +153,12 @@ void wait_for_child(bp::child& child, const sigset_t& set, double grace_seconds)
       killed = true;
     }
   }
+  return kill_at.has_value();
 }
 
 }  // namespace
 
-int supervise(const SpawnSpec& spec) {
+int supervise(const SpawnSpec& spec, SupervisedEnd* end) {
   const sigset_t set = supervised_signals();
   sigset_t old_mask;
   pthread_sigmask(SIG_BLOCK, &set, &old_mask);
@@ -179,14 +176,20 @@ int supervise(const SpawnSpec& spec) {
   const TerminalBack terminal_back{own_terminal};
   if (own_terminal) set_foreground_group(pid);
 
-  wait_for_child(child, set, spec.grace_seconds);
+  const bool stopped = wait_for_child(child, set, spec.grace_seconds);
   // Signals that arrived after the program ended are consumed here rather than left pending for
   // the restored mask, where their default action would kill the launcher before it can return
   // the program's exit code.
   const timespec zero{};
   while (sigtimedwait(&set, nullptr, &zero) > 0) {
   }
-  return decode_status(child.native_exit_code());
+  const int status = child.native_exit_code();
+  if (end != nullptr) {
+    end->stop_requested = stopped;
+    end->failed_rank = 0;
+    end->cause = describe_end(status);
+  }
+  return decode_status(status);
 }
 
 }  // namespace dl

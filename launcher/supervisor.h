@@ -10,6 +10,7 @@
 
 #include "core/run_as.h"
 #include "launcher/launch.h"
+#include "launcher/restart_policy.h"
 
 namespace dl {
 
@@ -22,8 +23,9 @@ struct SpawnSpec {
   std::optional<Identity> identity;
 };
 
-// Runs the program to its end. Returns its exit code, or 128+N when it died of signal N.
+// Runs the program to its end. Returns its exit code, or 128+N when it died of signal N; `end`,
+// when given, says whether a stop signal was forwarded and how the program ended.
 // Throws UserError 126 when it cannot be started.
-int supervise(const SpawnSpec& spec);
+int supervise(const SpawnSpec& spec, SupervisedEnd* end = nullptr);
 
 }  // namespace dl

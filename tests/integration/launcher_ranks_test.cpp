@@ -221,6 +221,66 @@ TEST_F(LauncherRanks, RankExiting3StopsTheOthersAndIsTheCode) {
   EXPECT_TRUE(contains(read_file(ws / "runs/r1/rank-1.log"), "rank 1 gives up"));
 }
 
+// --max-restarts 2: rank 1 fails in its first two attempts (exit 3, then SIGKILL), so the group
+// is started again twice, one line each naming the rank and the cause, the restarts with
+// DL_RESUME=true once last.pt exists; the third attempt succeeds: exit 0. A third failure would
+// end it with the first failure's code; an exit of 64-79 is not retried.
+TEST_F(LauncherRanks, MaxRestartsStartsEveryRankAgainUntilTheyFinish) {
+  const std::string script = rank_script(
+      "n=$(cat \"$OUT/attempts-$RANK\" 2>/dev/null || echo 0); n=$((n + 1))\n"
+      "echo $n > \"$OUT/attempts-$RANK\"\n"
+      "echo \"$DL_RESUME\" >> \"$OUT/resume-$RANK\"\n"
+      "if [ \"$RANK\" = 1 ] && [ $n = 1 ]; then touch \"$DL_RUN_DIR/last.pt\"; exit 3; fi\n"
+      "if [ \"$RANK\" = 1 ] && [ $n = 2 ]; then kill -9 $$; fi\n"
+      "exit 0\n");
+  const Result r = run(launch({"--workspace", ws.path(), "--name", "re", "--nproc-per-node", "2",
+                               "--grace-period", "5", "--max-restarts", "2", "--", script}),
+                       {}, kOuterVars);
+  EXPECT_EQ(r.code, 0) << show(r);
+  EXPECT_TRUE(contains(r.err,
+                       "restart 1 of 2 (--max-restarts): rank 1 exited with code 3; "
+                       "starting all 2 local ranks again, resuming from " +
+                           ws.path() + "/runs/re/last.pt"))
+      << r.err;
+  EXPECT_TRUE(contains(r.err, "restart 2 of 2 (--max-restarts): rank 1 died of signal 9")) << r.err;
+  EXPECT_EQ(read_file(scratch / "attempts-0"), "3\n");
+  EXPECT_EQ(read_file(scratch / "attempts-1"), "3\n");
+  // The first attempt as started; the restarts resume.
+  EXPECT_EQ(read_file(scratch / "resume-1"), "\ntrue\ntrue\n");
+}
+
+TEST_F(LauncherRanks, MaxRestartsUsedUpEndsWithTheFirstFailuresCode) {
+  const std::string script = rank_script(
+      "n=$(cat \"$OUT/attempts-$RANK\" 2>/dev/null || echo 0); n=$((n + 1))\n"
+      "echo $n > \"$OUT/attempts-$RANK\"\n"
+      "if [ \"$RANK\" = 1 ] && [ $n = 1 ]; then exit 3; fi\n"
+      "if [ \"$RANK\" = 1 ]; then kill -9 $$; fi\n"
+      "exit 0\n");
+  const Result r = run(launch({"--workspace", ws.path(), "--name", "up", "--nproc-per-node", "2",
+                               "--grace-period", "5", "--max-restarts", "2", "--", script}),
+                       {}, kOuterVars);
+  EXPECT_EQ(r.code, 3) << show(r);
+  EXPECT_TRUE(contains(r.err, "starting over: no last.pt was written yet")) << r.err;
+  EXPECT_TRUE(contains(r.err,
+                       "rank 1 died of signal 9 (Killed): the 2 restart(s) of "
+                       "--max-restarts are used up; exit 3, the first failure's"))
+      << r.err;
+  EXPECT_EQ(read_file(scratch / "attempts-1"), "3\n");
+
+  // Bad data (65) is not retried.
+  const std::string bad = rank_script(
+      "echo x >> \"$OUT/bad-$RANK\"\n"
+      "if [ \"$RANK\" = 1 ]; then exit 65; fi\n"
+      "exit 0\n");
+  const Result b = run(launch({"--workspace", ws.path(), "--name", "bad", "--nproc-per-node", "2",
+                               "--max-restarts", "2", "--", bad}),
+                       {}, kOuterVars);
+  EXPECT_EQ(b.code, 65) << show(b);
+  EXPECT_TRUE(contains(b.err, "not restarting (--max-restarts): exit 65 is bad settings or data"))
+      << b.err;
+  EXPECT_EQ(read_file(scratch / "bad-1"), "x\n");
+}
+
 TEST_F(LauncherRanks, RankIgnoringSigtermIsKilledAfterTheGracePeriod) {
   const std::string script = rank_script(
       "if [ \"$RANK\" = 1 ]; then\n"
