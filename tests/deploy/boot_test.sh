@@ -9,7 +9,8 @@
 #     `dl-launch init`; a second boot pulls nothing and keeps the workspace;
 #  4. dl-train.service's start and stop: its ExecStart (train.sh) trains with the real dl-launch and
 #     dl-train; its ExecStop (`docker stop`) sends SIGTERM to dl-launch, which ends with 143 (in
-#     SuccessExitStatus=) after dl-train saved last.pt; the next start continues from last.pt.
+#     SuccessExitStatus=) after dl-train saved last.pt; the next start continues from last.pt at
+#     the step after the one the stop saved (exact resume).
 # Fake: the docker CLI (tests/deploy/fake-docker.sh: the container's command runs on the host) and
 # the mount (DL_DATA_DISK=none in part 3 and 4: the workspace folder stands for /mnt/dl).
 #
@@ -177,6 +178,11 @@ echo "stop: exit 143, runs/vm/last.pt saved; last lines: $(tail -n 2 "$work/run1
 grep -q "continuing run vm from its last.pt" "$work/run2.log" || fail "the second start did not continue the run"
 grep -q "resumed from" "$work/run2.log" || fail "dl-train did not resume: $(tail -n 20 "$work/run2.log")"
 grep -q "resume true" "$FAKE_DOCKER_STATE/calls" || fail "the second start did not pass --resume"
+# A preemption loses nothing: the second start goes on at the step after the one the stop saved.
+step_saved=$(sed -n 's/.*Terminated received in epoch 1 after [0-9]* of [0-9]* batches (step \([0-9]*\)): saved.*/\1/p' "$work/run1.log" | head -1)
+[ -n "$step_saved" ] || fail "the stop's line does not name the step it saved: $(grep 'Terminated received' "$work/run1.log")"
+grep -q "inside epoch 1 at step $step_saved .*the epoch goes on at batch $((step_saved + 1))," "$work/run2.log" ||
+  fail "the second start did not go on at step $((step_saved + 1)): $(grep 'resumed from' "$work/run2.log")"
 echo "restart: $(grep -m1 'resumed from' "$work/run2.log" | sed 's/.*resumed/resumed/')"
 echo "restart: $(tail -n 1 "$work/run2.log")"
 echo "boot_test.sh: passed"

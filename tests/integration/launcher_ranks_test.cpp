@@ -243,10 +243,12 @@ TEST_F(LauncherRanks, MaxRestartsStartsEveryRankAgainUntilTheyFinish) {
                            ws.path() + "/runs/re/last.pt"))
       << r.err;
   EXPECT_TRUE(contains(r.err, "restart 2 of 2 (--max-restarts): rank 1 died of signal 9")) << r.err;
-  EXPECT_EQ(read_file(scratch / "attempts-0"), "3\n");
   EXPECT_EQ(read_file(scratch / "attempts-1"), "3\n");
-  // The first attempt as started; the restarts resume.
+  // The first attempt as started; the restarts resume. (Rank 0 may be stopped before its script
+  // counts an attempt that rank 1 ends at once; the last attempt it runs to its end.)
   EXPECT_EQ(read_file(scratch / "resume-1"), "\ntrue\ntrue\n");
+  const std::string rank0 = read_file(scratch / "resume-0");
+  EXPECT_TRUE(rank0.size() >= 5 && rank0.substr(rank0.size() - 5) == "true\n") << rank0;
 }
 
 TEST_F(LauncherRanks, MaxRestartsUsedUpEndsWithTheFirstFailuresCode) {
