@@ -43,11 +43,12 @@ mkdir -p "$dir/data" "$dir/ws"
 python3 "$here/fashion_subset.py" "$fashion" "$dir/data" $((steps * batch)) 16
 
 median() { sort -g | awk '{v[NR] = $1} END {if (NR == 0) print "nan"; else if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2}'; }
-train() {  # NAME EVERY [more args]
-  local name=$1 every_arg=$2; shift 2
-  (cd "$dir/ws" && "$dl_train" --model resnet50 --data "$dir/data" --epochs 1 --batch-size "$batch" \
-    --threads 2 --workers 1 --monitor-every 0 --log-every 1 --overwrite --name "$name" \
-    --checkpoint-every "$every_arg" "$@")
+# Every run starts in the workspace; the stop runs in the background are dl-train itself ($!).
+cd "$dir/ws"
+common=(--model resnet50 --data "$dir/data" --epochs 1 --batch-size "$batch" --threads 2
+  --workers 1 --monitor-every 0 --log-every 1 --overwrite)
+train() {  # NAME EVERY
+  "$dl_train" "${common[@]}" --name "$1" --checkpoint-every "$2"
 }
 
 # 1. The clock checkpoint, alternated with none.
@@ -73,14 +74,14 @@ echo "|---|---|---|---|---|---|"
 on=$(median <"$dir/epoch_on"); off=$(median <"$dir/epoch_off")
 per_run=$((writes / repeat))
 awk -v w="$writes" -v c="$(median <"$dir/copy_ms")" -v s="$(median <"$dir/write_s")" -v on="$on" -v off="$off" -v k="$per_run" \
-  'BEGIN {printf "| %d | %.0f | %.2f | %.2f | %.2f | %.2f |\n", w, c, s, on, off, k > 0 ? (on - off) / k : 0}'
+  'BEGIN {printf "| %d | %.0f | %.2f | %.2f | %.2f | %.2f |\n", w, c, s, on, off, (k > 0 ? (on - off) / k : 0)}'
 
 # 2. SIGTERM at a random step.
 : >"$dir/exit_s"; : >"$dir/save_s"
 RANDOM=$$
 for ((i = 0; i < repeat; i++)); do
   at=$((2 + RANDOM % (steps - 4)))
-  train stop 0 >"$dir/out" 2>&1 &
+  "$dl_train" "${common[@]}" --name stop --checkpoint-every 0 >"$dir/out" 2>&1 &
   pid=$!
   until grep -q " batch $at/" "$dir/out" 2>/dev/null; do
     kill -0 "$pid" 2>/dev/null || die "the run ended before step $at: $(tail -3 "$dir/out")"
