@@ -10,8 +10,10 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
+#include <random>
 #include <regex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "model/checkpoint.h"
@@ -37,9 +39,9 @@ class ExactResume : public ::testing::Test {
 
   std::vector<std::string> argv(const std::string& name, std::vector<std::string> more) const {
     std::vector<std::string> a = {
-        kTrain, "--threads",   "1",          "--workers", "1", "--monitor-every",
-        "0",    "--data",      data_.path(), "--epochs",  "2", "--limit-batches",
-        "12",   "--log-every", "1",          "--name",    name};
+        kTrain,   "--threads",   "1",          "--workers", "1", "--monitor-every",
+        "0",      "--data",      data_.path(), "--epochs",  "2", "--limit-batches",
+        batches_, "--log-every", "1",          "--name",    name};
     // Batches of 32 unless the test says otherwise.
     if (std::find(more.begin(), more.end(), "--batch-size") == more.end()) {
       a.insert(a.end(), {"--batch-size", "32"});
@@ -65,7 +67,7 @@ class ExactResume : public ::testing::Test {
     const auto ref = model::load_checkpoint(ws_ / "runs/ref/last.pt");
     const auto got = model::load_checkpoint(ws_ / ("runs/" + name + "/last.pt"));
     EXPECT_EQ(got.epoch, 2);
-    EXPECT_EQ(std::get<std::int64_t>(got.extra.at("global_step")), 24);
+    EXPECT_EQ(std::get<std::int64_t>(got.extra.at("global_step")), 2 * std::stoll(batches_));
     ASSERT_EQ(ref.model_state.size(), got.model_state.size());
     for (std::size_t i = 0; i < ref.model_state.size(); ++i) {
       EXPECT_TRUE(at::equal(ref.model_state[i].second, got.model_state[i].second))
@@ -90,6 +92,7 @@ class ExactResume : public ::testing::Test {
   }
 
   TempDir data_, ws_;
+  std::string batches_ = "12";  // --limit-batches: steps an epoch
 };
 
 TEST_F(ExactResume, KilledAfterClockCheckpointsResumesAtTheNextSampleBitwise) {
@@ -116,6 +119,35 @@ TEST_F(ExactResume, KilledAfterClockCheckpointsResumesAtTheNextSampleBitwise) {
   EXPECT_TRUE(std::regex_search(last.out, std::regex(R"(inside epoch 2 at step (16|20) )")))
       << show(last);
   expect_same_as_reference("k");
+}
+
+// As bench/kill_bench.sh does against checkpoint files: kill -9 at random moments, six times,
+// each restart with --resume from whatever last.pt there is (every 3 steps, or an epoch's end),
+// then a run to the end. Each kill may land in a step, in a background write, in validation or
+// in the start-up: the end is the uninterrupted run's, bitwise, whatever the moments were.
+TEST_F(ExactResume, KilledAtRandomMomentsManyTimesEndsBitwise) {
+  batches_ = "30";  // about a second of training a start
+  reference();
+  std::mt19937 rng(std::random_device{}());
+  std::uniform_int_distribution<int> delay_ms(0, 400);
+  std::string moments;
+  for (int kill = 0; kill < 6; ++kill) {
+    // As a scheduler's restart does (deploy/vm/train.sh): --resume once there is a last.pt.
+    std::vector<std::string> more = {"--checkpoint-every", "3"};
+    if (file_exists(ws_ / "runs/r/last.pt")) more.emplace_back("--resume");
+    Process p(argv("r", more));
+    // Training under way (or resumed at the end of the epochs: nothing left to kill).
+    if (!wait_for_output(p, "batch ", kRunTimeout)) break;
+    const int ms = delay_ms(rng);
+    std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+    p.send_signal(SIGKILL);
+    const Result killed = p.wait(kRunTimeout);
+    moments += std::to_string(ms) + " ms" + (killed.signal == SIGKILL ? "; " : " (had ended); ");
+  }
+  std::cout << "kills after the first progress line: " << moments << "\n";
+  const Result last = train("r", {"--checkpoint-every", "3", "--resume"});
+  ASSERT_EQ(last.code, 0) << show(last);
+  expect_same_as_reference("r");
 }
 
 TEST_F(ExactResume, SigtermAtAStepSavesThePositionAndResumesBitwise) {
