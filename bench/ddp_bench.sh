@@ -6,7 +6,7 @@
 # (A B C, then C B A, ...) so that load from other work falls on all; prints a markdown table of
 # medians over the repetitions.
 #
-# Columns (rank 0's "epoch 1 steps:" line, trainer/train/trainer.cpp):
+# Columns (rank 0's "epoch 1 steps:" line, trainer/train/run/trainer.cpp):
 #   step ms     time per step: upload, forward, backward, bucket wait, optimizer
 #   comm ms     time per step waiting after backward for the gradient buckets and the step's
 #               flags (communication that overlap did not hide); 0 for one rank

@@ -4,7 +4,7 @@
 # alternate A and B (ABBA from one repetition to the next, worker counts interleaved) so that load
 # from other work on the machine falls on both; prints a markdown table of medians and ratios.
 #
-# Spans compared (see trainer/train/trainer.cpp and the reference's docstring):
+# Spans compared (see trainer/train/run/trainer.cpp and the reference's docstring):
 #   train s    training part of the epoch: dl-train's samples / samples_per_second (its clock runs
 #              from after Loader::start_epoch to after the last step), the reference's
 #              train_seconds (after iter(loader) to after the last step). Targets: ratio <= 0.8.

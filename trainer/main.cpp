@@ -1,5 +1,5 @@
 // dl-train: the LibTorch trainer.
-#include "train/app.h"
+#include "train/run/app.h"
 
 int main(int argc, char** argv) {
   return dl::train::train_main(argc, argv);

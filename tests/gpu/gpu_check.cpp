@@ -35,11 +35,11 @@
 #include <vector>
 
 #include "model/model.h"
-#include "train/cuda_support.h"
-#include "train/grad_scaler.h"
-#include "train/oom.h"
-#include "train/precision.h"
-#include "train/train_step.h"
+#include "train/amp/cuda_support.h"
+#include "train/amp/grad_scaler.h"
+#include "train/amp/oom.h"
+#include "train/amp/precision.h"
+#include "train/amp/train_step.h"
 
 namespace {
 

@@ -14,7 +14,9 @@
 #   * dl-launch's batch-size search over a user's own script's step probes (dl_plan, the peak
 #     reserved memory per batch, the answer), then that script at the answer with validation;
 #   * dl_loader (the Python module over the loader, pinned buffers) feeding a ResNet-50 fp16 step
-#     against torch's DataLoader with torchvision's transforms (tests/gpu/loader_feed.py).
+#     against torch's DataLoader with torchvision's transforms (tests/gpu/loader_feed.py);
+#   * exact resume on CUDA: ResNet-50's step stall for a checkpoint inside an epoch, a SIGTERM's
+#     time to exit with last.pt saved, and --resume going on at the next batch.
 #
 # It prints a short table last and writes it to $OUT/gpu_check.md when OUT is set; the results go
 # to bench/RESULTS.md with the GPU named. The measurements come from tests/gpu/gpu_check.cpp
@@ -257,6 +259,37 @@ PY
     fi
   else
     rows+=("| dl-train over NCCL, 2 ranks | not run | one GPU visible |")
+  fi
+  # Exact resume on CUDA (ResNet-50, 22 steps of 64): the step's stall for a checkpoint inside
+  # the epoch (--checkpoint-every 5: the copy to the host; the write on the writer's thread),
+  # SIGTERM after step 12 to exit (the step in progress, then last.pt), and --resume going on at
+  # the next batch.
+  say "== dl-train ResNet-50 checkpoints inside an epoch (CUDA)"
+  ck_ws="$build/gpu_check_ws/ckpt"
+  rm -rf "$ck_ws" && mkdir -p "$ck_ws"
+  ck_args=(--data "$build/gpu_check_ws/data" --device cuda --model resnet50 --epochs 1
+    --limit-batches 22 --batch-size 64 --monitor-every 0 --log-every 1 --checkpoint-every 5
+    --name ck)
+  (cd "$ck_ws" && exec "$build/trainer/dl-train" "${ck_args[@]}") >"$logs/ckpt-stop.log" 2>&1 &
+  ck_pid=$!
+  ck_deadline=$((SECONDS + 300))
+  until grep -q " batch 12/22" "$logs/ckpt-stop.log" || [ $SECONDS -gt $ck_deadline ] ||
+    ! kill -0 $ck_pid 2>/dev/null; do sleep 0.05; done
+  ck_sent=$(date +%s.%N)
+  kill -TERM $ck_pid 2>/dev/null || true
+  ck_rc=0
+  wait $ck_pid || ck_rc=$?
+  ck_exit=$("$python" -c "import sys, time; print(f'{time.time() - float(sys.argv[1]):.2f}')" "$ck_sent")
+  ck_resumed=0
+  (cd "$ck_ws" && "$build/trainer/dl-train" "${ck_args[@]}" --resume) >"$logs/ckpt-resume.log" 2>&1 || ck_resumed=$?
+  cat "$logs/ckpt-stop.log" "$logs/ckpt-resume.log"
+  ck_copy=$(sed -n 's/.*training waited \([0-9.]*\) ms for the copy, the write took \([0-9.]*\) s.*/\1 ms copy, \2 s write/p' "$logs/ckpt-stop.log" | head -1)
+  ck_save=$(sed -n 's/.*: saved .* in \([0-9.]*\) s; --resume.*/\1/p' "$logs/ckpt-stop.log" | head -1)
+  ck_at=$(grep -o 'the epoch goes on at batch [0-9]*' "$logs/ckpt-resume.log" | head -1)
+  if [ $ck_rc -eq 143 ] && [ $ck_resumed -eq 0 ] && [ -n "$ck_copy" ] && [ -n "$ck_at" ]; then
+    rows+=("| ResNet-50 checkpoint inside an epoch (CUDA, batch 64) | ok | clock checkpoint: $ck_copy; SIGTERM to exit ${ck_exit} s (the save ${ck_save} s); resumed: $ck_at |")
+  else
+    failed=1; rows+=("| ResNet-50 checkpoint inside an epoch (CUDA) | FAIL | stop exit $ck_rc, resume exit $ck_resumed; logs $logs/ckpt-*.log |")
   fi
   # A command run in a directory (a subshell: the script's own directory stays).
   in_dir() {

@@ -46,7 +46,7 @@ read; a relative path is the working directory's), which must be readable; witho
 workspace's dl.conf ($DL_WORKSPACE, else the working directory), when there is one. dl_plan reads
 them (dl_plan.plan for the plan's values, dl_plan.setting for the rest).
 
-Timing spans match dl-train's (trainer/train/trainer.cpp), so bench/epoch_bench.sh compares like
+Timing spans match dl-train's (trainer/train/run/trainer.cpp), so bench/epoch_bench.sh compares like
 with like:
   train_seconds  from just after the epoch's iterator exists (dl-train: Loader::start_epoch) to
                  the end of the last optimizer step; samples_per_second = samples / train_seconds

@@ -10,10 +10,10 @@
 #include <vector>
 
 #include "core/errors.h"
-#include "train/autocast.h"
-#include "train/grad_scaler.h"
-#include "train/precision.h"
-#include "train/train_step.h"
+#include "train/amp/autocast.h"
+#include "train/amp/grad_scaler.h"
+#include "train/amp/precision.h"
+#include "train/amp/train_step.h"
 #include "unit/train/train_test_support.h"
 
 namespace dl::test {

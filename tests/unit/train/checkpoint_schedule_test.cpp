@@ -5,8 +5,8 @@
 
 #include <stdexcept>
 
-#include "train/checkpoint_every.h"
-#include "train/epoch_position.h"
+#include "train/resume/checkpoint_every.h"
+#include "train/resume/epoch_position.h"
 
 namespace dl::test {
 namespace {

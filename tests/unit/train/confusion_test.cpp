@@ -1,6 +1,6 @@
 // The confusion module: counts, top-1 as trace over total, per-class accuracy (NaN for a class
 // without samples), the two CSV texts with their quoting, and refused shapes.
-#include "train/confusion.h"
+#include "train/monitor/confusion.h"
 
 #include <gtest/gtest.h>
 

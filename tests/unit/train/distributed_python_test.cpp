@@ -10,7 +10,7 @@
 #include "support/files.h"
 #include "support/python.h"
 #include "support/temp_dir.h"
-#include "train/distributed_sampler.h"
+#include "train/dist/distributed_sampler.h"
 
 namespace dl::test {
 namespace {

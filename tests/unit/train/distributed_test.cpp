@@ -20,11 +20,11 @@
 
 #include "core/errors.h"
 #include "support/ports.h"
-#include "train/collectives.h"
-#include "train/distributed_sampler.h"
-#include "train/distributed_step.h"
-#include "train/gradient_buckets.h"
-#include "train/train_step.h"
+#include "train/amp/train_step.h"
+#include "train/dist/collectives.h"
+#include "train/dist/distributed_sampler.h"
+#include "train/dist/distributed_step.h"
+#include "train/dist/gradient_buckets.h"
 #include "train_test_support.h"
 
 namespace dl::test {

@@ -21,7 +21,7 @@
 #include "model/adamw_state.h"
 #include "model/checkpoint.h"
 #include "support/temp_dir.h"
-#include "train/grad_scaler.h"
+#include "train/amp/grad_scaler.h"
 #include "unit/train/train_test_support.h"
 
 namespace dl::test {

@@ -14,10 +14,10 @@
 #include <vector>
 
 #include "core/errors.h"
-#include "train/grad_scaler.h"
-#include "train/micro_batch.h"
-#include "train/oom.h"
-#include "train/train_step.h"
+#include "train/amp/grad_scaler.h"
+#include "train/amp/micro_batch.h"
+#include "train/amp/oom.h"
+#include "train/amp/train_step.h"
 #include "unit/train/train_test_support.h"
 
 namespace dl::test {

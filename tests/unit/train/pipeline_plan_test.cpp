@@ -1,7 +1,7 @@
 // The worker/thread choice from measured costs: the 2-core case where cores-2 is wrong, loading-
 // bound data where workers pay, a GPU-like step that does not care about threads, the user's fixed
 // numbers, and the thread counts worth measuring.
-#include "train/pipeline_plan.h"
+#include "train/run/pipeline_plan.h"
 
 #include <gtest/gtest.h>
 

@@ -1,0 +1,68 @@
+// dl-train's configuration: the shared settings registry read in layers (defaults < dl.conf <
+// DL_* environment < command line), where dl-launch's plan arrives as DL_* variables.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "data/file_list_source.h"
+#include "train/resume/checkpoint_every.h"
+
+namespace dl::train {
+
+struct TrainConfig {
+  std::string data;  // "" = the workspace's data/ or the default data set
+  std::string model = "cnn";
+  int epochs = 10;
+  int batch_size = 64;
+  double lr = 1e-3;
+  double weight_decay = 0.01;
+  double clip_norm = 1.0;                    // 0: no clipping
+  int workers = -1;                          // -1: auto (measured at start, pipeline_plan.h)
+  int threads = -1;                          // -1: auto (measured at start)
+  std::string device = "auto";               // auto | cpu | cuda | cuda:N
+  std::string precision = "auto";            // auto | fp32 | fp16 | bf16
+  std::string precision_source = "default";  // where precision came from, for messages
+  // fp16's GradScaler (PyTorch's defaults).
+  double loss_scale = 65536.0;
+  double loss_scale_growth = 2.0;
+  double loss_scale_backoff = 0.5;
+  std::int64_t loss_scale_interval = 2000;
+  int image_size = 0;  // 0: the data's own
+  double val_fraction = 0.1;
+  std::uint64_t seed = 42;
+  int log_every = 100;
+  double monitor_every = 30.0;
+  double max_bad_fraction = 0.01;
+  std::int64_t max_image_pixels = data::kDefaultMaxImagePixels;
+  std::int64_t shuffle_buffer = 2000;  // shards: samples mixed after the shard order's shuffle
+  std::int64_t read_ahead_mb = 1024;   // remote shards: memory for whole shards read ahead
+  std::int64_t limit_batches = 0;      // 0: every batch of the epoch
+  CheckpointEvery checkpoint_every{0, 600.0};  // last.pt between epoch ends (default 10 min)
+  bool resume = false;
+  bool overwrite = false;       // a fresh start may replace an earlier run's checkpoints
+  std::string init_from;        // "" = no weights file
+  std::string freeze = "none";  // none | backbone | 0..4 (freeze.h)
+  // Distributed training (the torchrun contract in the environment says how many ranks).
+  std::string dist_backend = "auto";  // auto | gloo | nccl
+  double dist_timeout = 300.0;        // seconds
+  double rdzv_timeout = 300.0;        // seconds
+  std::string lr_scaling = "none";    // none | linear | sqrt
+  double bucket_mb = 25.0;
+  bool overlap = true;
+  std::string run_dir;      // DL_RUN_DIR, else runs/<timestamp> in the working directory
+  std::string config_file;  // the file read, if any
+};
+
+struct ParsedArgs {
+  bool help = false;
+  bool version = false;
+  TrainConfig config;
+};
+
+// Throws UserError naming the option, variable or file and what was expected.
+ParsedArgs parse_train_args(int argc, const char* const argv[]);
+std::string train_usage();
+
+}  // namespace dl::train
