@@ -580,9 +580,14 @@ void set_variable(EnvList& env, const std::string& name, const std::string& valu
 }
 
 // What a restart adds to every rank's environment: --resume from the newest last.pt, or, before
-// the first one was written, a start over the run's own files.
+// the first one was written, a start over the run's own files. On a node without rank 0, whose
+// disk may not hold last.pt, --resume: rank 0 decides for every rank whether there is one.
 EnvList restart_variables(const Launch& launch, std::string* from) {
   const std::string last = launch.run_dir + "/last.pt";
+  if (launch.plan.topology.first_rank != 0) {
+    *from = "resuming from rank 0's last.pt where it has one";
+    return {{"DL_RESUME", "true"}};
+  }
   if (access(last.c_str(), F_OK) == 0) {
     *from = "resuming from " + last;
     return {{"DL_RESUME", "true"}};
@@ -640,7 +645,11 @@ int run_supervised(const LaunchOptions& opts, const Launch& launch) {
     extra = restart_variables(launch, &from);
     spdlog::warn("restart {} of {} (--max-restarts): rank {} {}; starting {} again, {}",
                  restart + 1, opts.max_restarts, end.failed_rank, end.cause,
-                 single ? "it" : fmt::format("all {} local ranks", launch.plan.ranks.size()), from);
+                 single ? "it"
+                 : launch.plan.ranks.size() == 1
+                     ? "this node's rank"
+                     : fmt::format("all {} local ranks", launch.plan.ranks.size()),
+                 from);
   }
 }
 

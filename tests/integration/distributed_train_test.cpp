@@ -393,9 +393,23 @@ pid_t rank_pid(const Process& launch, int rank) {
   return pid;
 }
 
+// Waits until `needle` has appeared `n` times in the process's output.
+bool wait_for_nth(Process& p, const std::string& needle, int n) {
+  const auto deadline = std::chrono::steady_clock::now() + kRunTimeout;
+  for (;;) {
+    int count = 0;
+    for (auto at = p.out().find(needle); at != std::string::npos; at = p.out().find(needle, at + 1))
+      ++count;
+    if (count >= n) return true;
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    // Reads what arrives for 50 ms (a needle that never comes).
+    wait_for_output(p, "\x01 never \x01", std::chrono::milliseconds(50));
+  }
+}
+
 // --max-restarts 2 with rank 1 killed (-9) twice, each time after a --checkpoint-every write: the
 // job restarts both ranks from last.pt, finishes, and ends with the weights of a run that never
-// failed; a third kill under --max-restarts 1 ends it with the first failure's code (137).
+// failed; under --max-restarts 2 a third kill ends a job with the first failure's code (137).
 TEST(DistributedLaunch, MaxRestartsRecoversFromAKilledRankWithTheWeightsOfAnUnbrokenRun) {
   if (fashion_mnist_dir().empty()) GTEST_SKIP() << kNoFashion;
   // 256 steps of 8 a rank (about 4 s): long enough for a kill to land inside the epoch.
@@ -437,19 +451,75 @@ TEST(DistributedLaunch, MaxRestartsRecoversFromAKilledRankWithTheWeightsOfAnUnbr
         << a.model_state[i].first;
   }
 
-  Process once(launch_argv(ws.path(), data, args("once", "1")), EnvVars{}, kSchedulerVars);
-  for (const char* when : {"at step 30 (", "resumed from"}) {
-    ASSERT_TRUE(wait_for_output(once, when, kRunTimeout)) << once.out();
+  // Under --max-restarts 2 a third kill ends the job with the first failure's code.
+  Process thrice(launch_argv(ws.path(), data, args("thrice", "2")), EnvVars{}, kSchedulerVars);
+  for (int kill_no = 0; kill_no < 3; ++kill_no) {
+    // Training under way in the attempt: its first checkpoint line, or its resume line.
+    ASSERT_TRUE(kill_no == 0 ? wait_for_output(thrice, "at step 30 (", kRunTimeout)
+                             : wait_for_nth(thrice, "resumed from", kill_no))
+        << thrice.out();
     pid_t rank1 = 0;
-    while ((rank1 = rank_pid(once, 1)) == 0)
+    while ((rank1 = rank_pid(thrice, 1)) == 0)
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     ASSERT_EQ(kill(rank1, SIGKILL), 0);
   }
-  const Result ended = once.wait(kRunTimeout);
+  const Result ended = thrice.wait(kRunTimeout);
   EXPECT_EQ(ended.code, 137) << rank_zero_lines(ended);
-  EXPECT_NE(rank_zero_lines(ended).find("the 1 restart(s) of --max-restarts are used up; exit 137"),
+  EXPECT_NE(rank_zero_lines(ended).find("the 2 restart(s) of --max-restarts are used up; exit 137"),
             std::string::npos)
       << rank_zero_lines(ended);
+}
+
+// Two nodes (two dl-launch on loopback, one rank each, --max-restarts 1): rank 1's process is
+// killed; its node restarts it, rank 0 loses its peer (exit 75) and its node restarts it too, and
+// the two meet again at the same master address and port (c10d's static rendezvous), resume from
+// rank 0's last.pt and end with the weights of the uninterrupted run.
+TEST(DistributedLaunch, BothNodesRestartAndMeetAgainAfterAKilledRank) {
+  if (fashion_mnist_dir().empty()) GTEST_SKIP() << kNoFashion;
+  const std::string data = fashion_subset(4096, 101);
+  TempDir ws;
+  const std::vector<std::string> train = {"--batch-size",       "8",  "--log-every",    "1",
+                                          "--checkpoint-every", "30", "--max-restarts", "1"};
+  auto nodes_args = [&](const char* node, const std::string& port, const char* name) {
+    std::vector<std::string> args = train;
+    args.insert(args.end(), {"--nproc-per-node", "1", "--nnodes", "2", "--node-rank", node,
+                             "--master-addr", "127.0.0.1", "--master-port", port, "--name", name});
+    return launch_argv(ws.path(), data, args);
+  };
+  {
+    const std::string port = std::to_string(free_port());
+    Process n0(nodes_args("0", port, "ref"), EnvVars{}, kSchedulerVars);
+    Process n1(nodes_args("1", port, "ref"), EnvVars{}, kSchedulerVars);
+    ASSERT_EQ(n0.wait(kRunTimeout).code, 0);
+    ASSERT_EQ(n1.wait(kRunTimeout).code, 0);
+  }
+  const std::string port = std::to_string(free_port());
+  Process n0(nodes_args("0", port, "re"), EnvVars{}, kSchedulerVars);
+  Process n1(nodes_args("1", port, "re"), EnvVars{}, kSchedulerVars);
+  ASSERT_TRUE(wait_for_output(n0, "at step 60 (", kRunTimeout)) << n0.out();
+  const pid_t rank1 = rank_pid(n1, 0);
+  ASSERT_GT(rank1, 0);
+  ASSERT_EQ(kill(rank1, SIGKILL), 0);
+  const Result r0 = n0.wait(kRunTimeout);
+  const Result r1 = n1.wait(kRunTimeout);
+  EXPECT_EQ(r0.code, 0) << rank_zero_lines(r0);
+  EXPECT_EQ(r1.code, 0) << rank_zero_lines(r1);
+  EXPECT_NE(r1.err.find(
+                "restart 1 of 1 (--max-restarts): rank 1 died of signal 9 (Killed); "
+                "starting this node's rank again, resuming from rank 0's last.pt where it has one"),
+            std::string::npos)
+      << r1.err;
+  EXPECT_NE(r0.err.find("restart 1 of 1 (--max-restarts): rank 0 exited with code 75"),
+            std::string::npos)
+      << r0.err;
+  EXPECT_NE(r0.out.find("inside epoch 1 at step "), std::string::npos) << r0.out;
+  const auto a = model::load_checkpoint(ws / "runs/ref/last.pt");
+  const auto b = model::load_checkpoint(ws / "runs/re/last.pt");
+  ASSERT_EQ(a.model_state.size(), b.model_state.size());
+  for (std::size_t i = 0; i < a.model_state.size(); ++i) {
+    EXPECT_TRUE(at::equal(a.model_state[i].second, b.model_state[i].second))
+        << a.model_state[i].first;
+  }
 }
 
 }  // namespace

@@ -105,6 +105,12 @@ class LauncherRanks : public ::testing::Test {
            "  echo ready\n"
            "fi\n";
   }
+  // A rank script's first lines for the restart tests: n is this rank's attempt, counted in
+  // $OUT/attempts-$RANK.
+  static std::string count_attempts() {
+    return "n=$(cat \"$OUT/attempts-$RANK\" 2>/dev/null || echo 0); n=$((n + 1))\n"
+           "echo $n > \"$OUT/attempts-$RANK\"\n";
+  }
   int pid_of(int rank) { return std::stoi(read_file(scratch / ("pid-" + std::to_string(rank)))); }
 
   TempDir ws;
@@ -227,8 +233,7 @@ TEST_F(LauncherRanks, RankExiting3StopsTheOthersAndIsTheCode) {
 // end it with the first failure's code; an exit of 64-79 is not retried.
 TEST_F(LauncherRanks, MaxRestartsStartsEveryRankAgainUntilTheyFinish) {
   const std::string script = rank_script(
-      "n=$(cat \"$OUT/attempts-$RANK\" 2>/dev/null || echo 0); n=$((n + 1))\n"
-      "echo $n > \"$OUT/attempts-$RANK\"\n"
+      count_attempts() +
       "echo \"$DL_RESUME\" >> \"$OUT/resume-$RANK\"\n"
       "if [ \"$RANK\" = 1 ] && [ $n = 1 ]; then touch \"$DL_RUN_DIR/last.pt\"; exit 3; fi\n"
       "if [ \"$RANK\" = 1 ] && [ $n = 2 ]; then kill -9 $$; fi\n"
@@ -252,12 +257,10 @@ TEST_F(LauncherRanks, MaxRestartsStartsEveryRankAgainUntilTheyFinish) {
 }
 
 TEST_F(LauncherRanks, MaxRestartsUsedUpEndsWithTheFirstFailuresCode) {
-  const std::string script = rank_script(
-      "n=$(cat \"$OUT/attempts-$RANK\" 2>/dev/null || echo 0); n=$((n + 1))\n"
-      "echo $n > \"$OUT/attempts-$RANK\"\n"
-      "if [ \"$RANK\" = 1 ] && [ $n = 1 ]; then exit 3; fi\n"
-      "if [ \"$RANK\" = 1 ]; then kill -9 $$; fi\n"
-      "exit 0\n");
+  const std::string script = rank_script(count_attempts() +
+                                         "if [ \"$RANK\" = 1 ] && [ $n = 1 ]; then exit 3; fi\n"
+                                         "if [ \"$RANK\" = 1 ]; then kill -9 $$; fi\n"
+                                         "exit 0\n");
   const Result r = run(launch({"--workspace", ws.path(), "--name", "up", "--nproc-per-node", "2",
                                "--grace-period", "5", "--max-restarts", "2", "--", script}),
                        {}, kOuterVars);

@@ -29,13 +29,15 @@ class TrainCli : public ::testing::Test {
   // 704 training and 64 validation images: 11 batches of 64.
   void SetUp() override { write_synthetic_idx(ws.path(), 704, 64); }
 
-  Result train(const std::vector<std::string>& args, const EnvVars& env = {}) {
+  // dl-train with `args`, started in `cwd` (the workspace when empty).
+  Result train(const std::vector<std::string>& args, const EnvVars& env = {},
+               const std::string& cwd = {}) {
     // The CPU explicitly: on a CUDA machine (tests/gpu runs these too) auto would pick the GPU.
     std::vector<std::string> argv = {kTrain, "--device",  "cpu",    "--threads",
                                      "1",    "--workers", "1",      "--monitor-every",
                                      "0",    "--data",    ws.path()};
     argv.insert(argv.end(), args.begin(), args.end());
-    Process p(in_directory(ws.path(), argv), env);
+    Process p(in_directory(cwd.empty() ? ws.path() : cwd, argv), env);
     return p.wait(kRunTimeout);
   }
 
@@ -108,13 +110,8 @@ TEST_F(TrainCli, WorkspaceIsHonouredFromAnotherDirectory) {
   TempDir caller;
   write_file(ws / "dl.conf", "epochs = 1\nlimit-batches = 2\n");
   const std::string relative = std::filesystem::relative(ws.path(), caller.path()).string();
-  auto run_from_caller = [&](std::vector<std::string> args, const EnvVars& env = {}) {
-    std::vector<std::string> argv = {kTrain, "--device",  "cpu",    "--threads",
-                                     "1",    "--workers", "1",      "--monitor-every",
-                                     "0",    "--data",    ws.path()};
-    argv.insert(argv.end(), args.begin(), args.end());
-    Process p(in_directory(caller.path(), argv), env);
-    return p.wait(kRunTimeout);
+  auto run_from_caller = [&](const std::vector<std::string>& args, const EnvVars& env = {}) {
+    return train(args, env, caller.path());
   };
   const Result a = run_from_caller({"--workspace", relative, "--name", "a"});
   ASSERT_EQ(a.code, 0) << show(a);

@@ -204,11 +204,12 @@ void resume(TrainingRun& run) {
   }
 }
 
-// Whether this run continues from last.pt: --resume and rank 0 has one (the other ranks need not
-// see rank 0's disk, so they take its word).
+// Whether this run continues from last.pt: rank 0's --resume and rank 0 has one. Rank 0 decides
+// for all (the other ranks need not see its disk, and a restarted node that cannot see it asks
+// for --resume whatever rank 0 has), so every rank takes part in the decision.
 bool resumes(const TrainingRun& run) {
-  if (!run.config.resume) return false;
-  const bool here = run.world.writes() && exists(run.last_path);
+  if (run.world.size() == 1) return run.config.resume && exists(run.last_path);
+  const bool here = run.world.writes() && run.config.resume && exists(run.last_path);
   return run.world.min(run.world.writes() ? (here ? 1 : 0) : 1) == 1;
 }
 
@@ -335,7 +336,7 @@ void restore_or_start(TrainingRun& run, bool resuming) {
   } else if (run.config.resume && !run.config.init_from.empty()) {
     spdlog::info("--resume: no {} yet; started from --init-from {}", run.last_path,
                  run.config.init_from);
-  } else if (run.config.resume) {
+  } else if (run.config.resume && run.world.writes()) {
     resume(run);  // refuses with 66: no last.pt and nothing else to start from
   }
 }
