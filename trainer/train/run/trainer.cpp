@@ -176,6 +176,13 @@ bool save_inside_epoch(TrainingRun& run, int epoch, const TrainedEpoch& trained,
         "{:.2f} s beside it",
         run.last_path, where, 1e3 * copy_seconds, seconds_since(writing));
   });
+  // One write at a time: a write still going when the next is due holds the step.
+  if (run.writer.last_wait_seconds() > 0.1) {
+    spdlog::warn(
+        "checkpoint at {}: training also waited {:.2f} s for the previous write to end "
+        "(checkpoints {} come faster than one is written: --checkpoint-every)",
+        where, run.writer.last_wait_seconds(), run.config.checkpoint_every.describe());
+  }
   return true;
 }
 
