@@ -22,6 +22,7 @@
 #include <optional>
 
 #include "core/act_as.h"
+#include "core/checkpoint_note.h"
 #include "core/data_location.h"
 #include "core/dir_fd.h"
 #include "core/errors.h"
@@ -588,8 +589,10 @@ EnvList restart_variables(const Launch& launch, std::string* from) {
     *from = "resuming from rank 0's last.pt where it has one";
     return {{"DL_RESUME", "true"}};
   }
+  const ActAs owner(launch.run_as);  // the workspace's files are read as their owner
   if (access(last.c_str(), F_OK) == 0) {
-    *from = "resuming from " + last;
+    const auto note = read_checkpoint_note(last);
+    *from = "resuming from " + last + (note ? " (" + describe_checkpoint_note(*note) + ")" : "");
     return {{"DL_RESUME", "true"}};
   }
   *from = "starting over: no last.pt was written yet";

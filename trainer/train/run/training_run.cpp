@@ -5,6 +5,7 @@
 #include <fmt/ranges.h>
 #include <spdlog/sinks/basic_file_sink.h>
 #include <spdlog/spdlog.h>
+#include <sys/stat.h>
 #include <torch/torch.h>
 #include <unistd.h>
 
@@ -18,6 +19,7 @@
 #include <limits>
 #include <stdexcept>
 
+#include "core/checkpoint_note.h"
 #include "core/dir_fd.h"
 #include "core/errors.h"
 #include "core/files.h"
@@ -502,6 +504,21 @@ void TrainingRun::save(const std::string& path, const model::CheckpointData& che
   } catch (const std::runtime_error& e) {
     throw UserError(exit_code::kCantWrite, e.what());
   }
+  if (path != last_path) return;
+  // last.json after last.pt, for dl-launch's restart line (checkpoint_note.h).
+  CheckpointNote note;
+  note.epochs_done = checkpoint.epoch;
+  if (const auto it = checkpoint.extra.find("global_step"); it != checkpoint.extra.end()) {
+    note.step = std::get<std::int64_t>(it->second);
+  }
+  if (const auto it = checkpoint.extra.find("position_batches"); it != checkpoint.extra.end()) {
+    note.epoch_batches = std::get<std::int64_t>(it->second);
+  }
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return;
+  note.bytes = static_cast<std::int64_t>(st.st_size);
+  write_file_atomic(parent_directory(path) + "/" + kCheckpointNoteName,
+                    render_checkpoint_note(note));
 }
 
 }  // namespace dl::train
