@@ -634,7 +634,9 @@ int run_supervised(const LaunchOptions& opts, const Launch& launch) {
     if (!first_failure) first_failure = code;
     const std::string refusal = restart_refusal(code, end);
     if (!refusal.empty()) {
-      spdlog::error("not restarting (--max-restarts): {}", refusal);
+      // A stop the user asked for is no failure to report.
+      spdlog::log(end.stop_requested ? spdlog::level::info : spdlog::level::err,
+                  "not restarting (--max-restarts): {}", refusal);
       return code;
     }
     if (restart == opts.max_restarts) {

@@ -320,6 +320,24 @@ TEST_F(LauncherRanks, CtrlCReachesEveryRank) {
   EXPECT_TRUE(file_exists(scratch / "int-1"));
 }
 
+// A stop asked of dl-launch is not a failure to restart, even when a rank ends non-zero after it:
+// the ranks stop once, with one line at info level.
+TEST_F(LauncherRanks, MaxRestartsLeaveAStopAlone) {
+  const std::string script =
+      rank_script(ready_when_all_started(2) + wait_forever(), "trap 'exit 143' TERM\n");
+  Process launcher(launch({"--workspace", ws.path(), "--nproc-per-node", "2", "--grace-period", "5",
+                           "--max-restarts", "3", "--", script}),
+                   {}, kOuterVars);
+  ASSERT_TRUE(launcher.wait_for_line("ready")) << launcher.out();
+  launcher.send_signal(SIGTERM);
+  const Result r = launcher.wait(std::chrono::seconds(20));
+  EXPECT_EQ(r.code, 143) << show(r);
+  EXPECT_FALSE(contains(r.err, "restart 1 of 3")) << r.err;
+  EXPECT_TRUE(contains(
+      r.err, "dl-launch info: not restarting (--max-restarts): dl-launch was asked to stop"))
+      << r.err;
+}
+
 // A listening socket on a port the kernel picked: the port dl-launch is then told to use.
 class Listener {
  public:
