@@ -59,7 +59,8 @@ std::optional<CheckpointNote> read_checkpoint_note(const std::string& last_pt) {
   if (fd < 0) return std::nullopt;
   struct stat st {};
   std::string text;
-  if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size <= 4096) {
+  if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
+      st.st_size <= static_cast<off_t>(kMaxNoteBytes)) {
     text.resize(static_cast<std::size_t>(st.st_size));
     const ssize_t n = ::read(fd, text.data(), text.size());
     text.resize(n > 0 ? static_cast<std::size_t>(n) : 0);
