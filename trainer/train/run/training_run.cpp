@@ -3,7 +3,6 @@
 #include "train/run/training_run.h"
 
 #include <fmt/ranges.h>
-#include <spdlog/sinks/basic_file_sink.h>
 #include <spdlog/spdlog.h>
 #include <sys/stat.h>
 #include <torch/torch.h>
@@ -32,6 +31,7 @@
 #include "train/monitor/scalars.h"
 #include "train/resume/stop_signal.h"
 #include "train/run/device.h"
+#include "train/run/line_flushed_file_sink.h"
 #include "train/run/model_setup.h"
 #include "train/run/pipeline_plan.h"
 #include "train/run/pipeline_tuner.h"
@@ -318,11 +318,10 @@ void make_loaders(TrainingRun& run, int workers) {
 void open_run_dir(TrainingRun& run) {
   prepare_run_dir(run.config.run_dir);
   run.run_lock = lock_run_dir(run.config.run_dir);
-  // Everything logged also goes to the run's train.log, each line as it is logged: after a
-  // crash or a kill -9 the file says what happened up to the end.
-  spdlog::default_logger()->sinks().push_back(
-      std::make_shared<spdlog::sinks::basic_file_sink_mt>(run.config.run_dir + "/train.log"));
-  spdlog::default_logger()->flush_on(spdlog::level::info);
+  // Everything logged also goes to the run's train.log, each line flushed as it is logged and
+  // before the terminal gets it: after a crash or a kill -9 the file holds every line printed.
+  auto& sinks = spdlog::default_logger()->sinks();
+  sinks.insert(sinks.begin(), line_flushed_file_sink(run.config.run_dir + "/train.log"));
   remove_interrupted_writes(run);
 }
 
