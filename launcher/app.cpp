@@ -38,6 +38,7 @@
 #include "launcher/batch_tuner.h"
 #include "launcher/checkpoint_command.h"
 #include "launcher/command.h"
+#include "launcher/data_facts.h"
 #include "launcher/init.h"
 #include "launcher/launch.h"
 #include "launcher/options.h"
@@ -438,6 +439,41 @@ void pin_ranks(Plan& plan) {
   }
 }
 
+// dl-train's word on the data (data_facts.h) where the request does not know it: data other than
+// the default Fashion-MNIST, and no --samples. Returns a warning for the plan where there is no
+// answer; dl-train refusing the data ends the start, as training would, but for a dry run.
+std::optional<std::string> learn_data_facts(const LaunchOptions& opts, Launch& launch) {
+  ProbeSetup setup;
+  setup.trainer = launch.command;
+  setup.workspace = launch.workspace;
+  setup.identity = launch.run_as;
+  setup.env = probe_environment(launch);
+  DataFactsResult r;
+  try {
+    r = read_data_facts(setup);
+  } catch (const UserError& e) {
+    if (!opts.dry_run) throw;
+    return std::string(e.what());
+  }
+  if (!r.facts) return "data size unknown: " + r.error;
+  const DataFacts& f = *r.facts;
+  Request& req = launch.request;
+  const std::string held = ", " + std::to_string(f.val_samples) + " held for validation";
+  req.samples = Sourced<std::int64_t>{
+      f.train_samples,
+      "dl-train --data-facts: " +
+          (f.estimated
+               ? "estimated from the first of " + std::to_string(f.shards) + " shards" + held
+               : (f.shards > 0 ? std::to_string(f.shards) + " shards" : f.kind) + held + ", " +
+                     std::to_string(f.classes) + " classes")};
+  if (req.sample_bytes.source == Request{}.sample_bytes.source) {
+    req.sample_bytes = {f.sample_bytes, "dl-train --data-facts: " + std::to_string(f.channels) +
+                                            "x" + std::to_string(f.height) + "x" +
+                                            std::to_string(f.width) + " float32"};
+  }
+  return std::nullopt;
+}
+
 // Probe, plan, the run's name and, with `check_run`, what the start would do to its directory;
 // where the plan wants it, the batch-size search and a second plan around its answer; then rank
 // 0's port, the pinning and the program's environment.
@@ -455,6 +491,12 @@ void plan_launch(const LaunchOptions& opts, Launch& launch, bool check_run) {
   if (check_run) check_run_dir(opts, launch);
   settle_port(launch.plan.topology);
   launch.env = child_environment(launch);
+  std::optional<std::string> facts_warning;
+  if (launch.request.trainer_measures && !launch.request.samples) {
+    facts_warning = learn_data_facts(opts, launch);
+    replan(launch);
+    launch.env = child_environment(launch);
+  }
   if (!launch.request.default_program) {
     tune_user_program(opts, launch);
   } else if (wants_batch_search(launch.request, launch.plan.device.value)) {
@@ -475,6 +517,7 @@ void plan_launch(const LaunchOptions& opts, Launch& launch, bool check_run) {
     launch.plan.batch_size.reason += note;
     if (probe_failure) launch.plan.warnings.push_back(*probe_failure);
   }
+  if (facts_warning) launch.plan.warnings.push_back(*facts_warning);
   if (launch.request.ranks.cpu_bind.value == "cores") pin_ranks(launch.plan);
   launch.env = child_environment(launch);
 }

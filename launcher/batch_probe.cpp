@@ -7,11 +7,8 @@
 #include "launcher/captured_run.h"
 
 namespace dl {
-namespace {
 
-// The last non-empty line of a program's stderr without dl-train's "[12:00:00] error " prefix:
-// the one line that says what went wrong.
-std::string last_message(const std::string& err) {
+std::string trainer_error_line(const std::string& err) {
   std::string last;
   for (const auto& line : split(err, '\n')) {
     if (!trim(line).empty()) last = trim(line);
@@ -23,11 +20,9 @@ std::string last_message(const std::string& err) {
   return last;
 }
 
-bool is_input_error(int code) {
+bool is_trainer_input_error(int code) {
   return code >= 64 && code <= 78 && code != exit_code::kInternal;
 }
-
-}  // namespace
 
 ProbeResult parse_probe_output(const std::string& out, std::int64_t batch) {
   ProbeResult r;
@@ -73,8 +68,8 @@ ProbeResult run_batch_probe(const ProbeSetup& setup, std::int64_t batch) {
     r.error = "killed by signal " + std::to_string(run.signal) +
               (run.signal == 9 ? " (the kernel's out-of-memory killer?)" : "");
   } else if (run.code != 0) {
-    const std::string message = last_message(run.err);
-    if (is_input_error(run.code)) {
+    const std::string message = trainer_error_line(run.err);
+    if (is_trainer_input_error(run.code)) {
       throw UserError(run.code, "batch-size search: " + what + " failed: " + message);
     }
     r.error = "exit code " + std::to_string(run.code) + (message.empty() ? "" : ": " + message);

@@ -39,6 +39,14 @@ ProbeResult run_batch_probe(const ProbeSetup& setup, std::int64_t batch);
 // when there is none. Exposed for tests.
 ProbeResult parse_probe_output(const std::string& out, std::int64_t batch);
 
+// The last non-empty line of dl-train's stderr without its "[12:00:00] error " prefix: the one
+// line that says what went wrong.
+std::string trainer_error_line(const std::string& err);
+
+// dl-train refused its input (exit 64-78 but 70: a bad setting, data missing or malformed, a
+// device not available): training would refuse it too.
+bool is_trainer_input_error(int code);
+
 // The LibTorch version in `dl-train --version` ("dl-train 0.1.0 (LibTorch 1.13.0)"), or
 // "unknown" when it does not say.
 std::string trainer_torch_version(const ProbeSetup& setup);

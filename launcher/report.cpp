@@ -316,6 +316,12 @@ std::string render_json(const Launch& l) {
   w.key("workers_measured").value(l.plan.workers_measured);
   w.key("threads_measured").value(l.plan.threads_measured);
   json_choice(w, "batch_size", l.plan.batch_size);
+  // What the plan knew of the data: its training samples (null: unknown) and one input's bytes.
+  w.key("data").begin_object().key("samples");
+  l.request.samples ? w.value(l.request.samples->value) : w.null();
+  w.key("samples_source").value(l.request.samples ? l.request.samples->source : std::string());
+  w.key("sample_bytes").value(l.request.sample_bytes.value);
+  w.key("sample_bytes_source").value(l.request.sample_bytes.source).end_object();
   w.key("warnings").begin_array();
   for (const auto& warning : l.plan.warnings) w.value(warning);
   w.end_array().end_object();

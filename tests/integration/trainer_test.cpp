@@ -567,6 +567,55 @@ TEST(TrainerStop, SigtermMidEpochSavesTheWeightsAndExits143) {
 
 // --- g. dl-launch ------------------------------------------------------------------------------
 
+// The plan's data size and input bytes come from dl-train --data-facts for any data dl-train
+// reads: an IDX folder, shards packed from it, given as a relative path from another directory;
+// data dl-train refuses stops the start with dl-train's line, and is a warning in a dry run.
+TEST(LauncherStartsTrainer, ThePlanKnowsTheSizeOfAnyDataDlTrainReads) {
+  TempDir dir;
+  fs::create_directories(dir / "ws");
+  write_synthetic_idx(dir / "idx", 300, 40);
+  const auto planned = [&](const std::string& data, const std::string& field) {
+    Process p({kLaunch, "--workspace", "ws", "--dry-run", "--json", "--data", data,
+               "--nvml-library", "/nonexistent"},
+              {}, kSchedulerVars, dir.path());
+    const Result r = p.wait(kRunTimeout);
+    EXPECT_EQ(r.code, 0) << show(r);
+    std::smatch m;
+    const std::regex value("\"" + field + "\": ([0-9]+)");
+    return std::regex_search(r.out, m, value) ? std::stol(m[1].str()) : -1L;
+  };
+  EXPECT_EQ(planned("idx", "samples"), 300);
+  EXPECT_EQ(planned("idx", "sample_bytes"), 28 * 28 * 4);
+
+  Process pack({kTrain, "pack", "--data", "idx", "--out", "shards", "--shard-size", "40kB"}, {}, {},
+               dir.path());
+  ASSERT_EQ(pack.wait(kRunTimeout).code, 0);
+  // What dl-train itself says of the shards: the plan takes its training part.
+  Process facts({kTrain, "--data-facts", "--data", "shards"}, {}, {}, dir.path());
+  const Result f = facts.wait(kRunTimeout);
+  ASSERT_EQ(f.code, 0) << show(f);
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(
+      f.out, m, std::regex(R"("train_samples":(\d+),"val_samples":(\d+).*"shards":(\d+))")))
+      << f.out;
+  EXPECT_EQ(std::stol(m[1].str()) + std::stol(m[2].str()), 300) << f.out;
+  EXPECT_GT(std::stol(m[3].str()), 2) << f.out;
+  EXPECT_EQ(planned("shards", "samples"), std::stol(m[1].str()));
+  EXPECT_EQ(planned("shards", "sample_bytes"), 3 * 224 * 224 * 4);
+
+  // A folder dl-train cannot read: one line from dl-train, its code; a dry run shows the plan.
+  fs::create_directories(dir / "empty");
+  Process refused(
+      {kLaunch, "--workspace", "ws", "--data", "empty", "--nvml-library", "/nonexistent"}, {},
+      kSchedulerVars, dir.path());
+  const Result r = refused.wait(kRunTimeout);
+  EXPECT_TRUE(r.code == kBadData || r.code == kMissing) << show(r);
+  EXPECT_TRUE(contains(r.err, "empty")) << show(r);
+  EXPECT_FALSE(contains(r.err, "terminate")) << show(r);
+  EXPECT_FALSE(fs::exists(dir / "ws/runs")) << "a refused start wrote its run directory";
+  EXPECT_EQ(planned("empty", "sample_bytes"), 3 * 224 * 224 * 4);
+}
+
 TEST(LauncherStartsTrainer, DlTrainRunsWithThePlanInTheWorkspace) {
   if (fashion_mnist_dir().empty()) GTEST_SKIP() << kNoFashion;
   TempDir ws;
@@ -592,6 +641,9 @@ TEST(LauncherStartsTrainer, DlTrainRunsWithThePlanInTheWorkspace) {
   const std::string plan = read_file(run + "/plan.json");
   EXPECT_TRUE(contains(plan, "\"workers_measured\": true")) << plan;
   EXPECT_TRUE(contains(plan, "\"threads_measured\": true")) << plan;
+  // The workspace's data/ is not the default Fashion-MNIST: its size is dl-train's word.
+  EXPECT_TRUE(contains(plan, "\"samples\": 2048")) << plan;
+  EXPECT_TRUE(contains(plan, "dl-train --data-facts: idx")) << plan;
   const std::string log = read_file(run + "/train.log");
   const std::regex chose(
       R"(pipeline: loading .* on \d+ core\(s\) -> (\d+) worker\(s\), (\d+) thread)");

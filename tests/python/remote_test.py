@@ -329,11 +329,29 @@ class S3Test(Servers):
             self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
             done = re.findall(r"done: validation accuracy [0-9.]+%[^/]*", r.stdout + r.stderr)
             self.assertTrue(done, r.stdout + r.stderr)
-            return done[-1]
+            # The plan knows the data's size (dl-train --data-facts): local shards listed, remote
+            # ones estimated from the first shard (listing them all would download the set).
+            planned = re.search(r"data +([0-9]+) +\(samples from dl-train --data-facts: "
+                                r"(estimated from the first of )?([0-9]+) shards", r.stdout)
+            self.assertTrue(planned, r.stdout)
+            return done[-1], planned
 
-        local = train(os.path.join(self.shards, self.pattern), "local")
-        remote = train(f"s3://shards/set/{self.pattern}", "s3")
+        local, local_plan = train(os.path.join(self.shards, self.pattern), "local")
+        remote, remote_plan = train(f"s3://shards/set/{self.pattern}", "s3")
         self.assertEqual(remote, local)
+        self.assertIsNone(local_plan.group(2), local_plan.group(0))
+        self.assertIsNotNone(remote_plan.group(2), remote_plan.group(0))
+        self.assertEqual(remote_plan.group(3), str(len(self.names)))
+        self.assertEqual(local_plan.group(3), str(len(self.names)))
+        # The first shard's samples times the shards less the held-out shard(s).
+        first = len([n for n in subprocess.run(["tar", "tf", os.path.join(self.shards,
+                                                                          self.names[0])],
+                                               capture_output=True, text=True,
+                                               check=True).stdout.split() if n.endswith(".cls")])
+        self.assertEqual(int(remote_plan.group(1)) % first, 0, (first, remote_plan.group(0)))
+        self.assertGreater(int(remote_plan.group(1)), 0)
+        figure("the plan's data, local shards", local_plan.group(0))
+        figure("the plan's data, s3://", remote_plan.group(0))
         figure("2 ranks from the local shards", local)
         figure("2 ranks from s3://", remote)
 

@@ -12,6 +12,7 @@
 
 #include "core/errors.h"
 #include "core/version.h"
+#include "train/modes/data_facts_mode.h"
 #include "train/modes/eval_config.h"
 #include "train/modes/evaluate_mode.h"
 #include "train/modes/pack_mode.h"
@@ -58,6 +59,11 @@ int run(int argc, const char* const argv[]) {
     // allocates differently.
     std::cout << "dl-train " << kVersion << " (LibTorch " << TORCH_VERSION << ")\n";
     return exit_code::kOk;
+  }
+  if (args.data_facts) {
+    // stdout carries the JSON line and nothing else: the log (a shard's warning) goes to stderr.
+    spdlog::set_default_logger(make_logger("dl-train-facts", true));
+    return run_data_facts(args.config);
   }
   if (const auto batch = probe_batch_setting(argc, argv)) {
     // stdout carries the probe's JSON line and nothing else: the log goes to stderr.

@@ -23,7 +23,10 @@ namespace po = boost::program_options;
 po::options_description command_line() {
   po::options_description d("Options");
   d.add_options()("help,h", "print this help and exit")("version,V", "print the version and exit")(
-      "config,c", po::value<std::string>(), "config file (default: ./dl.conf, or $DL_CONFIG)");
+      "config,c", po::value<std::string>(), "config file (default: ./dl.conf, or $DL_CONFIG)")(
+      "data-facts",
+      "open the data as training would and print its facts as one JSON line (kind, training and "
+      "validation samples, classes, shards, input shape and bytes), then exit");
   d.add(settings::train()).add(settings::launch());
   return d;
 }
@@ -50,6 +53,7 @@ ParsedArgs parse_train_args(int argc, const char* const argv[]) {
   s.add_command_line(std::vector<std::string>(argv + 1, argv + argc), command_line());
   parsed.help = s.has("help");
   parsed.version = s.has("version");
+  parsed.data_facts = s.has("data-facts");
   if (parsed.help || parsed.version) return parsed;
   s.add_environment();
   s.resolve_paths(current_directory());

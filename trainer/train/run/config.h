@@ -58,6 +58,7 @@ struct TrainConfig {
 struct ParsedArgs {
   bool help = false;
   bool version = false;
+  bool data_facts = false;  // --data-facts: describe the data (modes/data_facts_mode.h) and exit
   TrainConfig config;
 };
 
