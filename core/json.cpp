@@ -223,4 +223,15 @@ std::string JsonWriter::escape(const std::string& s) {
   return dump(Json(s));
 }
 
+std::optional<JsonValue> last_json_object_line(const std::string& text) {
+  const auto lines = split(text, '\n');
+  for (auto it = lines.rbegin(); it != lines.rend(); ++it) {
+    const std::string line = trim(*it);
+    if (line.empty() || line[0] != '{') continue;
+    auto json = parse_json(line);
+    if (json && json->is_object()) return json;
+  }
+  return std::nullopt;
+}
+
 }  // namespace dl

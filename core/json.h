@@ -54,6 +54,10 @@ class JsonValue {
 // nesting deeper than 64 levels.
 std::optional<JsonValue> parse_json(const std::string& text, std::string* error = nullptr);
 
+// The last line of `text` that is a JSON object: a child program's report among whatever else it
+// printed (dl-train's probe and data facts). nullopt when there is none.
+std::optional<JsonValue> last_json_object_line(const std::string& text);
+
 // Writes a document in order: objects and arrays opened and closed, keys before values. The
 // text is indented by two spaces, one member or element per line; an object at the top ends
 // with a newline. NaN and infinities become null (JSON has neither).

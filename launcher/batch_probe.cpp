@@ -27,12 +27,7 @@ bool is_trainer_input_error(int code) {
 ProbeResult parse_probe_output(const std::string& out, std::int64_t batch) {
   ProbeResult r;
   r.batch = batch;
-  const auto lines = split(out, '\n');
-  for (auto it = lines.rbegin(); it != lines.rend(); ++it) {
-    const std::string line = trim(*it);
-    if (line.empty() || line[0] != '{') continue;
-    const auto json = parse_json(line);
-    if (!json || !json->is_object()) continue;
+  if (const auto json = last_json_object_line(out)) {
     r.out_of_memory = json->get_bool("out_of_memory", false);
     r.peak_bytes = json->get_u64("peak_bytes", 0);
     r.step_seconds = json->get_double("step_seconds", 0.0);

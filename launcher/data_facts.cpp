@@ -9,16 +9,11 @@
 namespace dl {
 
 std::optional<DataFacts> parse_data_facts(const std::string& out) {
-  const auto lines = split(out, '\n');
-  for (auto it = lines.rbegin(); it != lines.rend(); ++it) {
-    const std::string line = trim(*it);
-    if (line.empty() || line[0] != '{') continue;
-    const auto json = parse_json(line);
-    if (!json || !json->is_object()) continue;
+  if (const auto json = last_json_object_line(out)) {
     DataFacts f;
     f.train_samples = json->get_i64("train_samples", -1);
     f.sample_bytes = json->get_u64("sample_bytes", 0);
-    if (f.train_samples < 0 || f.sample_bytes == 0) continue;
+    if (f.train_samples < 0 || f.sample_bytes == 0) return std::nullopt;
     f.kind = json->get_string("kind", "");
     f.location = json->get_string("location", "");
     f.val_samples = json->get_i64("val_samples", 0);
