@@ -151,19 +151,26 @@ __attribute__((target("avx2"))) void horizontal_rgb_avx2(const std::uint8_t* src
                        -1, 10, -1, 8, -1, 11, -1, -1, -1, -1, -1);
   const __m128i half = _mm_set1_epi32(kHalf);
   // A pixel whose 16-byte loads would pass its row's end is done as Pillow does (the last few).
+  // Everything the loop reads is in locals: the byte stores may alias any memory, and would make
+  // the compiler reload the vectors' pointers at every pixel.
   const std::size_t row_bytes = static_cast<std::size_t>(c.in_size) * 3;
+  const int* firsts = c.first.data();
+  const int* counts = c.count.data();
+  const std::int32_t* all_weights = c.weights.data();
+  const std::int16_t* halves = weights.data();
+  const std::size_t ksize = static_cast<std::size_t>(c.ksize);
+  const std::size_t group_bytes = 12 * static_cast<std::size_t>(groups) + 4;
   for (int y = 0; y < rows; ++y) {
     const std::uint8_t* in = src + static_cast<std::size_t>(row0 + y) * src_stride;
     std::uint8_t* out = dst + static_cast<std::size_t>(y) * dst_stride;
     for (int xx = 0; xx < out_width; ++xx) {
-      const std::size_t first = static_cast<std::size_t>(c.first[static_cast<std::size_t>(xx)]) * 3;
+      const std::size_t first = static_cast<std::size_t>(firsts[xx]) * 3;
       const std::uint8_t* p = in + first;
       std::uint8_t* o = out + static_cast<std::size_t>(xx) * 3;
-      if (first + 12 * static_cast<std::size_t>(groups) + 4 > row_bytes) {
-        const std::int32_t* w =
-            &c.weights[static_cast<std::size_t>(xx) * static_cast<std::size_t>(c.ksize)];
+      if (first + group_bytes > row_bytes) {
+        const std::int32_t* w = all_weights + static_cast<std::size_t>(xx) * ksize;
         std::int32_t r = kHalf, g = kHalf, b = kHalf;
-        for (int x = 0; x < c.count[static_cast<std::size_t>(xx)]; ++x) {
+        for (int x = 0; x < counts[xx]; ++x) {
           r += p[3 * x] * w[x];
           g += p[3 * x + 1] * w[x];
           b += p[3 * x + 2] * w[x];
@@ -174,7 +181,7 @@ __attribute__((target("avx2"))) void horizontal_rgb_avx2(const std::uint8_t* src
         continue;
       }
       const std::int16_t* wv =
-          &weights[static_cast<std::size_t>(xx) * static_cast<std::size_t>(groups) * 32];
+          halves + static_cast<std::size_t>(xx) * static_cast<std::size_t>(groups) * 32;
       __m256i acc_hi = _mm256_setzero_si256();
       __m256i acc_lo = _mm256_setzero_si256();
       for (int g = 0; g < groups; ++g, p += 12, wv += 32) {
@@ -194,8 +201,13 @@ __attribute__((target("avx2"))) void horizontal_rgb_avx2(const std::uint8_t* src
       // below 0 gives 0).
       s = _mm_srai_epi32(_mm_add_epi32(s, half), kPrecisionBits);
       s = _mm_packus_epi16(_mm_packs_epi32(s, s), s);
-      const std::uint32_t rgb = static_cast<std::uint32_t>(_mm_cvtsi128_si32(s));
-      std::memcpy(o, &rgb, 3);
+      if (xx + 1 < out_width) {
+        // Four bytes: the fourth is the next pixel's first, which that pixel then writes.
+        _mm_storeu_si32(o, s);
+      } else {
+        const std::uint32_t rgb = static_cast<std::uint32_t>(_mm_cvtsi128_si32(s));
+        std::memcpy(o, &rgb, 3);
+      }
     }
   }
 }
