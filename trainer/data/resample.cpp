@@ -201,11 +201,11 @@ __attribute__((target("avx2"))) void horizontal_rgb_avx2(const std::uint8_t* src
       // below 0 gives 0).
       s = _mm_srai_epi32(_mm_add_epi32(s, half), kPrecisionBits);
       s = _mm_packus_epi16(_mm_packs_epi32(s, s), s);
+      // Four bytes where another pixel follows: the fourth is its first, which it then writes.
+      const std::uint32_t rgb = static_cast<std::uint32_t>(_mm_cvtsi128_si32(s));
       if (xx + 1 < out_width) {
-        // Four bytes: the fourth is the next pixel's first, which that pixel then writes.
-        _mm_storeu_si32(o, s);
+        std::memcpy(o, &rgb, 4);
       } else {
-        const std::uint32_t rgb = static_cast<std::uint32_t>(_mm_cvtsi128_si32(s));
         std::memcpy(o, &rgb, 3);
       }
     }
