@@ -138,77 +138,135 @@ bool splittable(const Coefficients& c) {
   });
 }
 
-__attribute__((target("avx2"))) void horizontal_rgb_avx2(const std::uint8_t* src,
-                                                         std::size_t src_stride, int row0, int rows,
-                                                         const Coefficients& c, int out_width,
-                                                         std::uint8_t* dst,
-                                                         std::size_t dst_stride) {
-  const int groups = (c.ksize + 3) / 4;
+// One output pixel's sums, Pillow's `ss` less its rounding half: four taps a group, `groups` of
+// them (a template argument for the common counts, so that the loop unrolls). The two 128-bit
+// lanes hold partial sums of the same three channels.
+template <int kGroups>
+__attribute__((target("avx2"))) inline __m256i pixel_sums(const std::uint8_t* p,
+                                                          const std::int16_t* wv, int groups,
+                                                          __m256i pairs) {
+  const int n = kGroups > 0 ? kGroups : groups;
+  __m256i acc_hi = _mm256_setzero_si256();
+  __m256i acc_lo = _mm256_setzero_si256();
+  for (int g = 0; g < n; ++g, p += 12, wv += 32) {
+    const __m256i bytes =
+        _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+    const __m256i pix = _mm256_shuffle_epi8(bytes, pairs);
+    acc_hi = _mm256_add_epi32(
+        acc_hi, _mm256_madd_epi16(pix, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wv))));
+    acc_lo = _mm256_add_epi32(
+        acc_lo,
+        _mm256_madd_epi16(pix, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wv + 16))));
+  }
+  return _mm256_add_epi32(_mm256_slli_epi32(acc_hi, kSplitBits), acc_lo);
+}
+
+// clip8 of (sums + half) in each 32-bit lane: >> 22, then saturation to 0..255 (a sum at or
+// past 2^30 gives 255, one at or below 0 gives 0); the bytes of a lane's first three land in its
+// first four bytes.
+__attribute__((target("avx2"))) inline __m256i clip8x(__m256i sums) {
+  const __m256i s =
+      _mm256_srai_epi32(_mm256_add_epi32(sums, _mm256_set1_epi32(kHalf)), kPrecisionBits);
+  return _mm256_packus_epi16(_mm256_packs_epi32(s, s), s);
+}
+
+template <int kGroups>
+__attribute__((target("avx2"))) void horizontal_rgb_avx2_g(
+    const std::uint8_t* src, std::size_t src_stride, int row0, int rows, const Coefficients& c,
+    int groups, int out_width, std::uint8_t* dst, std::size_t dst_stride) {
   thread_local std::vector<std::int16_t> weights;
   weights = split_weights(c, groups, out_width);
   const __m256i pairs =
       _mm256_setr_epi8(0, -1, 3, -1, 1, -1, 4, -1, 2, -1, 5, -1, -1, -1, -1, -1, 6, -1, 9, -1, 7,
                        -1, 10, -1, 8, -1, 11, -1, -1, -1, -1, -1);
-  const __m128i half = _mm_set1_epi32(kHalf);
-  // A pixel whose 16-byte loads would pass its row's end is done as Pillow does (the last few).
   // Everything the loop reads is in locals: the byte stores may alias any memory, and would make
   // the compiler reload the vectors' pointers at every pixel.
-  const std::size_t row_bytes = static_cast<std::size_t>(c.in_size) * 3;
   const int* firsts = c.first.data();
   const int* counts = c.count.data();
   const std::int32_t* all_weights = c.weights.data();
   const std::int16_t* halves = weights.data();
   const std::size_t ksize = static_cast<std::size_t>(c.ksize);
-  const std::size_t group_bytes = 12 * static_cast<std::size_t>(groups) + 4;
+  const std::size_t per_pixel = static_cast<std::size_t>(groups) * 32;
+  // The pixels from `vector_end` on would load past their row's end (the last few; `first` only
+  // grows along the row): they are done as Pillow does.
+  const std::size_t row_bytes = static_cast<std::size_t>(c.in_size) * 3;
+  const std::size_t load_bytes = 12 * static_cast<std::size_t>(groups) + 4;
+  int vector_end = out_width;
+  while (vector_end > 0 &&
+         static_cast<std::size_t>(firsts[vector_end - 1]) * 3 + load_bytes > row_bytes) {
+    --vector_end;
+  }
   for (int y = 0; y < rows; ++y) {
     const std::uint8_t* in = src + static_cast<std::size_t>(row0 + y) * src_stride;
     std::uint8_t* out = dst + static_cast<std::size_t>(y) * dst_stride;
-    for (int xx = 0; xx < out_width; ++xx) {
-      const std::size_t first = static_cast<std::size_t>(firsts[xx]) * 3;
-      const std::uint8_t* p = in + first;
+    int xx = 0;
+    // Two output pixels a step: their lanes folded together, one rounding and packing for both.
+    for (; xx + 1 < vector_end; xx += 2) {
+      const __m256i a =
+          pixel_sums<kGroups>(in + static_cast<std::size_t>(firsts[xx]) * 3,
+                              halves + static_cast<std::size_t>(xx) * per_pixel, groups, pairs);
+      const __m256i b =
+          pixel_sums<kGroups>(in + static_cast<std::size_t>(firsts[xx + 1]) * 3,
+                              halves + static_cast<std::size_t>(xx + 1) * per_pixel, groups, pairs);
+      const __m256i both = clip8x(_mm256_add_epi32(_mm256_permute2x128_si256(a, b, 0x20),
+                                                   _mm256_permute2x128_si256(a, b, 0x31)));
+      const auto first =
+          static_cast<std::uint32_t>(_mm_cvtsi128_si32(_mm256_castsi256_si128(both)));
+      const auto second =
+          static_cast<std::uint32_t>(_mm_cvtsi128_si32(_mm256_extracti128_si256(both, 1)));
       std::uint8_t* o = out + static_cast<std::size_t>(xx) * 3;
-      if (first + group_bytes > row_bytes) {
-        const std::int32_t* w = all_weights + static_cast<std::size_t>(xx) * ksize;
-        std::int32_t r = kHalf, g = kHalf, b = kHalf;
-        for (int x = 0; x < counts[xx]; ++x) {
-          r += p[3 * x] * w[x];
-          g += p[3 * x + 1] * w[x];
-          b += p[3 * x + 2] * w[x];
-        }
-        o[0] = clip8(r);
-        o[1] = clip8(g);
-        o[2] = clip8(b);
-        continue;
-      }
-      const std::int16_t* wv =
-          halves + static_cast<std::size_t>(xx) * static_cast<std::size_t>(groups) * 32;
-      __m256i acc_hi = _mm256_setzero_si256();
-      __m256i acc_lo = _mm256_setzero_si256();
-      for (int g = 0; g < groups; ++g, p += 12, wv += 32) {
-        const __m256i bytes =
-            _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
-        const __m256i pix = _mm256_shuffle_epi8(bytes, pairs);
-        acc_hi = _mm256_add_epi32(
-            acc_hi,
-            _mm256_madd_epi16(pix, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wv))));
-        acc_lo = _mm256_add_epi32(
-            acc_lo,
-            _mm256_madd_epi16(pix, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wv + 16))));
-      }
-      const __m256i sums = _mm256_add_epi32(_mm256_slli_epi32(acc_hi, kSplitBits), acc_lo);
-      __m128i s = _mm_add_epi32(_mm256_castsi256_si128(sums), _mm256_extracti128_si256(sums, 1));
-      // clip8: >> 22, then saturation to 0..255 (a sum at or past 2^30 gives 255, one at or
-      // below 0 gives 0).
-      s = _mm_srai_epi32(_mm_add_epi32(s, half), kPrecisionBits);
-      s = _mm_packus_epi16(_mm_packs_epi32(s, s), s);
       // Four bytes where another pixel follows: the fourth is its first, which it then writes.
-      const std::uint32_t rgb = static_cast<std::uint32_t>(_mm_cvtsi128_si32(s));
-      if (xx + 1 < out_width) {
-        std::memcpy(o, &rgb, 4);
+      std::memcpy(o, &first, 4);
+      if (xx + 2 < out_width) {
+        std::memcpy(o + 3, &second, 4);
       } else {
-        std::memcpy(o, &rgb, 3);
+        std::memcpy(o + 3, &second, 3);
       }
     }
+    for (; xx < out_width; ++xx) {
+      const std::uint8_t* p = in + static_cast<std::size_t>(firsts[xx]) * 3;
+      std::uint8_t* o = out + static_cast<std::size_t>(xx) * 3;
+      if (xx < vector_end) {
+        const __m256i a = pixel_sums<kGroups>(p, halves + static_cast<std::size_t>(xx) * per_pixel,
+                                              groups, pairs);
+        const __m256i sums = _mm256_add_epi32(a, _mm256_permute2x128_si256(a, a, 0x01));
+        const auto rgb =
+            static_cast<std::uint32_t>(_mm_cvtsi128_si32(_mm256_castsi256_si128(clip8x(sums))));
+        std::memcpy(o, &rgb, 3);
+        continue;
+      }
+      const std::int32_t* w = all_weights + static_cast<std::size_t>(xx) * ksize;
+      std::int32_t r = kHalf, g = kHalf, b = kHalf;
+      for (int x = 0; x < counts[xx]; ++x) {
+        r += p[3 * x] * w[x];
+        g += p[3 * x + 1] * w[x];
+        b += p[3 * x + 2] * w[x];
+      }
+      o[0] = clip8(r);
+      o[1] = clip8(g);
+      o[2] = clip8(b);
+    }
+  }
+}
+
+// The pass for the usual tap counts unrolled: a shrink by up to 3 has at most 8 taps (2 groups),
+// a growth 3 (1 group).
+void horizontal_rgb_avx2(const std::uint8_t* src, std::size_t src_stride, int row0, int rows,
+                         const Coefficients& c, int out_width, std::uint8_t* dst,
+                         std::size_t dst_stride) {
+  const int groups = (c.ksize + 3) / 4;
+  switch (groups) {
+    case 1:
+      horizontal_rgb_avx2_g<1>(src, src_stride, row0, rows, c, groups, out_width, dst, dst_stride);
+      break;
+    case 2:
+      horizontal_rgb_avx2_g<2>(src, src_stride, row0, rows, c, groups, out_width, dst, dst_stride);
+      break;
+    case 3:
+      horizontal_rgb_avx2_g<3>(src, src_stride, row0, rows, c, groups, out_width, dst, dst_stride);
+      break;
+    default:
+      horizontal_rgb_avx2_g<0>(src, src_stride, row0, rows, c, groups, out_width, dst, dst_stride);
   }
 }
 
