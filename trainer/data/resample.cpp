@@ -5,7 +5,7 @@
 // On x86-64 with AVX2 the horizontal pass over RGB rows, the larger of the two (it runs over every
 // source row of the crop), takes four taps per step with 16-bit multiply-adds; the 22-bit weights
 // are split into two 11-bit halves, so the sums are Pillow's 32-bit sums exactly, not the 16-bit
-// approximations Pillow-SIMD makes. The vertical pass is compiled for AVX2 too (target_clones).
+// approximations Pillow-SIMD makes. The vertical pass has an AVX2 build too.
 #include "data/resample.h"
 
 #include <algorithm>
@@ -315,13 +315,13 @@ void horizontal(const std::uint8_t* src, std::size_t src_stride, int row0, int r
 }
 
 // src's rows filtered along y; `row0` is the source row that coefficient row 0 counts from. Taps
-// outside, bytes inside: each tap adds one source row to a row of sums (vectorised, with AVX2's
-// 8-lane multiplies where the CPU has them).
-#if defined(DL_RESAMPLE_X86)
-__attribute__((target_clones("avx2", "default")))
-#endif
-void vertical(const std::uint8_t* src, std::size_t src_stride, int row0, int width, int channels,
-              const Coefficients& c, int out_height, std::uint8_t* dst, std::size_t dst_stride) {
+// outside, bytes inside: each tap adds one source row to a row of sums (vectorised). Inlined
+// into a build for any x86-64 and one for AVX2 (8-lane 32-bit multiplies), chosen at run time;
+// not by target_clones, whose resolver runs before ThreadSanitizer's runtime is up and crashes an
+// instrumented program at its start.
+__attribute__((always_inline)) inline void vertical_rows(
+    const std::uint8_t* src, std::size_t src_stride, int row0, int width, int channels,
+    const Coefficients& c, int out_height, std::uint8_t* dst, std::size_t dst_stride) {
   const std::size_t row_bytes =
       static_cast<std::size_t>(width) * static_cast<std::size_t>(channels);
   std::vector<std::int32_t> sums(row_bytes);
@@ -339,6 +339,26 @@ void vertical(const std::uint8_t* src, std::size_t src_stride, int row0, int wid
     std::uint8_t* out = dst + static_cast<std::size_t>(yy) * dst_stride;
     for (std::size_t i = 0; i < row_bytes; ++i) out[i] = clip8(sums[i]);
   }
+}
+
+#if defined(DL_RESAMPLE_X86)
+__attribute__((target("avx2"))) void vertical_avx2(const std::uint8_t* src, std::size_t src_stride,
+                                                   int row0, int width, int channels,
+                                                   const Coefficients& c, int out_height,
+                                                   std::uint8_t* dst, std::size_t dst_stride) {
+  vertical_rows(src, src_stride, row0, width, channels, c, out_height, dst, dst_stride);
+}
+#endif
+
+void vertical(const std::uint8_t* src, std::size_t src_stride, int row0, int width, int channels,
+              const Coefficients& c, int out_height, std::uint8_t* dst, std::size_t dst_stride) {
+#if defined(DL_RESAMPLE_X86)
+  if (g_simd_allowed.load(std::memory_order_relaxed) && avx2_available()) {
+    vertical_avx2(src, src_stride, row0, width, channels, c, out_height, dst, dst_stride);
+    return;
+  }
+#endif
+  vertical_rows(src, src_stride, row0, width, channels, c, out_height, dst, dst_stride);
 }
 
 // As Pillow: the horizontal pass over the source rows the vertical pass reads, into a temporary

@@ -35,7 +35,7 @@ void resample_box_u8(const std::uint8_t* src, int src_height, int src_width, std
                      int channels, const Box& box, std::uint8_t* dst, int dst_height, int dst_width,
                      std::size_t dst_stride);
 
-// The AVX2 horizontal pass (resample.cpp), on where the CPU has AVX2; off gives the scalar pass.
+// The AVX2 passes (resample.cpp), on where the CPU has AVX2; off gives the scalar (SSE2) ones.
 // Both give the same bytes: for tests and benchmarks that compare them.
 void set_resample_simd(bool allowed);
 bool resample_simd_active();
