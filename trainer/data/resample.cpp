@@ -88,6 +88,19 @@ std::uint8_t clip8(std::int32_t v) {
 
 constexpr std::int32_t kHalf = std::int32_t{1} << (kPrecisionBits - 1);
 
+// One RGB output pixel of the horizontal pass as Pillow computes it: its `n` taps from `p`.
+inline void rgb_pixel(const std::uint8_t* p, const std::int32_t* w, int n, std::uint8_t* o) {
+  std::int32_t r = kHalf, g = kHalf, b = kHalf;
+  for (int x = 0; x < n; ++x, p += 3) {
+    r += p[0] * w[x];
+    g += p[1] * w[x];
+    b += p[2] * w[x];
+  }
+  o[0] = clip8(r);
+  o[1] = clip8(g);
+  o[2] = clip8(b);
+}
+
 std::atomic<bool> g_simd_allowed{true};
 
 #if defined(DL_RESAMPLE_X86)
@@ -235,16 +248,7 @@ __attribute__((target("avx2"))) void horizontal_rgb_avx2_g(
         std::memcpy(o, &rgb, 3);
         continue;
       }
-      const std::int32_t* w = all_weights + static_cast<std::size_t>(xx) * ksize;
-      std::int32_t r = kHalf, g = kHalf, b = kHalf;
-      for (int x = 0; x < counts[xx]; ++x) {
-        r += p[3 * x] * w[x];
-        g += p[3 * x + 1] * w[x];
-        b += p[3 * x + 2] * w[x];
-      }
-      o[0] = clip8(r);
-      o[1] = clip8(g);
-      o[2] = clip8(b);
+      rgb_pixel(p, all_weights + static_cast<std::size_t>(xx) * ksize, counts[xx], o);
     }
   }
 }
@@ -294,15 +298,7 @@ void horizontal(const std::uint8_t* src, std::size_t src_stride, int row0, int r
       const int n = c.count[static_cast<std::size_t>(xx)];
       std::uint8_t* o = out + static_cast<std::size_t>(xx) * ch;
       if (ch == 3) {  // RGB, the common case: the three sums in one pass over the taps
-        std::int32_t r = kHalf, g = kHalf, b = kHalf;
-        for (int x = 0; x < n; ++x, p += 3) {
-          r += p[0] * w[x];
-          g += p[1] * w[x];
-          b += p[2] * w[x];
-        }
-        o[0] = clip8(r);
-        o[1] = clip8(g);
-        o[2] = clip8(b);
+        rgb_pixel(p, w, n, o);
         continue;
       }
       for (std::size_t k = 0; k < ch; ++k) {

@@ -67,11 +67,8 @@ Facts estimate_remote_shards(const TrainConfig& config) {
     const auto n = static_cast<std::int64_t>(paths.size());
     std::int64_t held = 0;
     if (n >= 2 && config.val_fraction > 0) {
-      held = 1;
-      while (n - held > 1 && static_cast<double>(held * each) <
-                                 config.val_fraction * static_cast<double>(n * each)) {
-        ++held;
-      }
+      const std::vector<std::int64_t> counts(paths.size(), each);
+      held = n - static_cast<std::int64_t>(first_held_out_shard(counts, config.val_fraction));
     }
     f.train = (n - held) * each;
     f.val = held * each;

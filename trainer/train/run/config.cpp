@@ -31,6 +31,34 @@ po::options_description command_line() {
   return d;
 }
 
+// --workspace (DL_WORKSPACE, which dl-launch sets to the directory it starts dl-train in):
+// dl-train works there as under dl-launch, whatever directory it was started from: its dl.conf
+// is read, runs/<name>/ is written and relative paths of dl.conf resolve there. Paths given on
+// the command line or in DL_* variables are made absolute before, against the caller's directory.
+void enter_workspace(const settings::Layers& s) {
+  if (!s.has("workspace")) return;
+  const std::string workspace = check_workspace(s.get("workspace"), s.source("workspace"));
+  if (chdir(workspace.c_str()) != 0) {
+    throw UserError(exit_code::kCantWrite, s.source("workspace") + ": cannot enter " + workspace +
+                                               " (" + std::strerror(errno) + ")");
+  }
+}
+
+// The config file's layer: --config, else DL_CONFIG (both must be readable), else ./dl.conf
+// where there is one. Returns the file read, or an empty string.
+std::string add_config_layer(settings::Layers& s) {
+  const char* env_config = std::getenv("DL_CONFIG");
+  if (s.has("config")) {
+    s.add_config_file(s.get("config"), true);
+    return s.get("config");
+  }
+  if (env_config != nullptr && *env_config != '\0') {
+    s.add_config_file(env_config, true);
+    return env_config;
+  }
+  return s.add_config_file("dl.conf", false) ? "dl.conf" : std::string();
+}
+
 }  // namespace
 
 std::string train_usage() {
@@ -57,29 +85,9 @@ ParsedArgs parse_train_args(int argc, const char* const argv[]) {
   if (parsed.help || parsed.version) return parsed;
   s.add_environment();
   s.resolve_paths(current_directory());
-  // --workspace (DL_WORKSPACE, which dl-launch sets to the directory it starts dl-train in):
-  // dl-train works there as under dl-launch, whatever directory it was started from: its dl.conf
-  // is read, runs/<name>/ is written and relative paths of dl.conf resolve there. Paths given on
-  // the command line or in DL_* variables were made absolute above, against the caller's
-  // directory.
-  if (s.has("workspace")) {
-    const std::string workspace = check_workspace(s.get("workspace"), s.source("workspace"));
-    if (chdir(workspace.c_str()) != 0) {
-      throw UserError(exit_code::kCantWrite, s.source("workspace") + ": cannot enter " + workspace +
-                                                 " (" + std::strerror(errno) + ")");
-    }
-  }
+  enter_workspace(s);
   TrainConfig& c = parsed.config;
-  const char* env_config = std::getenv("DL_CONFIG");
-  if (s.has("config")) {
-    s.add_config_file(s.get("config"), true);
-    c.config_file = s.get("config");
-  } else if (env_config != nullptr && *env_config != '\0') {
-    s.add_config_file(env_config, true);
-    c.config_file = env_config;
-  } else if (s.add_config_file("dl.conf", false)) {
-    c.config_file = "dl.conf";
-  }
+  c.config_file = add_config_layer(s);
 
   c.data = s.get("data");
   c.model = s.one_of("model", c.model);

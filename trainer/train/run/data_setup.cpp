@@ -44,17 +44,26 @@ std::string resolve_location(const TrainConfig& config) {
 
 }  // namespace
 
+std::size_t first_held_out_shard(const std::vector<std::int64_t>& counts, double fraction) {
+  // The last shards, at least one and at most all but one, until `fraction` is held out.
+  const double total =
+      static_cast<double>(std::accumulate(counts.begin(), counts.end(), std::int64_t{0}));
+  std::size_t first_val = counts.size() - 1;
+  std::int64_t held = counts.back();
+  while (first_val > 1 && static_cast<double>(held) < fraction * total) {
+    held += counts[--first_val];
+  }
+  return first_val;
+}
+
 std::pair<std::unique_ptr<data::SampleSource>, std::unique_ptr<data::SampleSource>> hold_out(
     std::shared_ptr<const data::SampleSource> base, double fraction, std::uint64_t seed) {
   const std::vector<std::int64_t> counts = base->shard_counts();
   if (counts.size() >= 2 && fraction > 0) {
-    // The last shards, at least one and at most all but one, until `fraction` is held out.
     const std::int64_t total = base->size();
-    std::size_t first_val = counts.size() - 1;
-    std::int64_t held = counts.back();
-    while (first_val > 1 && static_cast<double>(held) < fraction * static_cast<double>(total)) {
-      held += counts[--first_val];
-    }
+    const std::size_t first_val = first_held_out_shard(counts, fraction);
+    const std::int64_t held = std::accumulate(
+        counts.begin() + static_cast<std::ptrdiff_t>(first_val), counts.end(), std::int64_t{0});
     const std::int64_t boundary = total - held;
     std::vector<std::int64_t> train(static_cast<std::size_t>(boundary));
     std::iota(train.begin(), train.end(), std::int64_t{0});

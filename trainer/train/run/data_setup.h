@@ -4,8 +4,10 @@
 #pragma once
 
 #include <array>
+#include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "data/sample_source.h"
 #include "train/run/config.h"
@@ -22,6 +24,11 @@ struct DataSetup {
   std::string kind;  // "idx", "cifar10", "image-folder", "csv"
   std::string location;
 };
+
+// Shards without a validation part of their own: the index of the first of the last shards held
+// out for validation (at least one, at most all but one, until `fraction` of the samples).
+// `counts` holds two or more shards' sample counts.
+std::size_t first_held_out_shard(const std::vector<std::int64_t>& counts, double fraction);
 
 // Throws UserError: 66 when the data is not there, 65 when it is malformed (DataError's message).
 DataSetup setup_data(const TrainConfig& config);
