@@ -4,13 +4,16 @@
 // the file. The decoder refuses bad
 // data by returning false and must not throw: any exception, crash or sanitizer report is a
 // finding. A decoded window is read whole, row by row, as the transform reads it, so a region that
-// points outside the buffer shows as a heap overflow.
+// points outside the buffer shows as a heap overflow. Differential too: the indexed Huffman decoder
+// (jpeg_entropy.h), twice with an index lent (recording, then jumping), must give libjpeg's own
+// decoder's outcome and bytes.
 #include <fuzzer/FuzzedDataProvider.h>
 
 #include <cstddef>
 #include <cstdint>
 #include <vector>
 
+#include "data/jpeg_entropy.h"
 #include "data/jpeg_region.h"
 #include "fuzz_files.h"
 
@@ -32,10 +35,32 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const auto choose = [&](int, int) { return window; };
   // No pixel limit of the caller's: the decoder's own (OpenCV's 2^30) is what is fuzzed.
   constexpr std::int64_t kNoLimit = std::int64_t{1} << 40;
-  if (dl::data::decode_jpeg_window(file.data(), file.size(), channels, kNoLimit, choose, buffer,
-                                   &region) != dl::data::JpegOutcome::kDecoded) {
-    return 0;
+  // libjpeg's own decoder first: the reference.
+  dl::data::set_jpeg_entropy_decoder(false);
+  const dl::data::JpegOutcome want = dl::data::decode_jpeg_window(
+      file.data(), file.size(), channels, kNoLimit, choose, buffer, &region);
+  dl::data::set_jpeg_entropy_decoder(true);
+  std::vector<std::uint8_t> want_pixels;
+  const auto copy_block = [&](std::vector<std::uint8_t>& out) {
+    for (int y = 0; y < region.rows; ++y) {
+      const std::uint8_t* row = region.pixels + static_cast<std::size_t>(y) * region.row_stride;
+      out.insert(out.end(), row, row + static_cast<std::size_t>(region.cols) * region.channels);
+    }
+  };
+  if (want == dl::data::JpegOutcome::kDecoded) copy_block(want_pixels);
+  // One store for the whole run: an index recorded from one input must not serve the next.
+  static dl::data::EntropyIndexStore store(1, std::size_t{64} << 20);
+  for (int pass = 0; pass < 2; ++pass) {
+    dl::data::EntropyLease lease(&store, 0);
+    const dl::data::JpegOutcome got = dl::data::decode_jpeg_window(
+        file.data(), file.size(), channels, kNoLimit, choose, buffer, &region, &lease);
+    if (got != want) __builtin_trap();  // the indexed decoder decides otherwise than libjpeg
+    if (got != dl::data::JpegOutcome::kDecoded) continue;
+    std::vector<std::uint8_t> pixels;
+    copy_block(pixels);
+    if (pixels != want_pixels) __builtin_trap();  // ... or makes other pixels of the same bytes
   }
+  if (want != dl::data::JpegOutcome::kDecoded) return 0;
   const dl::data::Window& w = region.window;
   if (w.top < 0 || w.left < 0 || w.height < 1 || w.width < 1 ||
       w.top + w.height > region.image_height || w.left + w.width > region.image_width ||

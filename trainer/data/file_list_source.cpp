@@ -41,7 +41,8 @@ class FileListSource : public SampleSource {
         num_classes_(num_classes),
         description_(std::move(description)),
         max_pixels_(max_pixels),
-        max_bytes_(static_cast<std::uint64_t>(max_pixels) * 8 + (std::uint64_t{64} << 20)) {}
+        max_bytes_(static_cast<std::uint64_t>(max_pixels) * 8 + (std::uint64_t{64} << 20)),
+        entropy_index_(static_cast<std::int64_t>(files_.size()), kDefaultEntropyIndexBytes) {}
 
   std::int64_t size() const override { return static_cast<std::int64_t>(files_.size()); }
   int num_classes() const override { return num_classes_; }
@@ -104,8 +105,9 @@ class FileListSource : public SampleSource {
                   error.message);
     }
     DecodeFailure failure;
+    EntropyLease lease(&entropy_index_, index);
     if (!decode_image(encoded.data(), encoded.size(), t, rng, max_pixels_, dst, &failure,
-                      &decode_scales_)) {
+                      &decode_scales_, &lease)) {
       return fail(index, failure.reason, std::move(failure.detail));
     }
     forget(index);
@@ -138,6 +140,8 @@ class FileListSource : public SampleSource {
   std::string description_;
   std::int64_t max_pixels_;
   std::uint64_t max_bytes_;
+  // Where each JPEG's Huffman decoding can resume (jpeg_entropy.h), kept across epochs.
+  mutable EntropyIndexStore entropy_index_;
 };
 
 }  // namespace

@@ -53,7 +53,7 @@ std::string size_text(std::int64_t width, std::int64_t height, std::int64_t limi
 // other sample.
 JpegOutcome decode_jpeg(const std::uint8_t* data, std::size_t size, const Transform& t,
                         std::mt19937& rng, std::int64_t max_pixels, std::uint8_t* dst,
-                        ScaleCounters* scales) {
+                        ScaleCounters* scales, EntropyLease* lease) {
   thread_local std::vector<std::uint8_t> pixels;
   TrainCrop crop;
   // One pointer captured, so std::function keeps it inline: no allocation per sample.
@@ -79,7 +79,7 @@ JpegOutcome decode_jpeg(const std::uint8_t* data, std::size_t size, const Transf
   };
   JpegRegion region;
   const JpegOutcome outcome = decode_jpeg_window(data, size, t.out.channels == 1 ? 1 : 3,
-                                                 max_pixels, choose, pixels, &region);
+                                                 max_pixels, choose, pixels, &region, lease);
   if (outcome == JpegOutcome::kDecoded) {
     if (scales != nullptr) {
       (*scales)[static_cast<std::size_t>(region.scale - 1)].fetch_add(1, std::memory_order_relaxed);
@@ -112,7 +112,7 @@ JpegOutcome decode_jpeg(const std::uint8_t* data, std::size_t size, const Transf
 
 bool decode_image(const std::uint8_t* data, std::size_t size, const Transform& t, std::mt19937& rng,
                   std::int64_t max_pixels, std::uint8_t* dst, DecodeFailure* failure,
-                  ScaleCounters* scales) {
+                  ScaleCounters* scales, EntropyLease* lease) {
   if (size == 0) return fail(failure, SkipReason::kEmpty, "0 bytes");
   if (size > static_cast<std::size_t>(std::numeric_limits<int>::max())) {
     return fail(failure, SkipReason::kTooLarge, std::to_string(size) + " bytes");
@@ -131,7 +131,7 @@ bool decode_image(const std::uint8_t* data, std::size_t size, const Transform& t
   }
   const bool grey = t.out.channels == 1;
   if (header.format == ImageFormat::kJpeg && jpeg_region_available()) {
-    switch (decode_jpeg(data, size, t, rng, max_pixels, dst, scales)) {
+    switch (decode_jpeg(data, size, t, rng, max_pixels, dst, scales, lease)) {
       case JpegOutcome::kDecoded:
         return true;
       case JpegOutcome::kTooLarge:
@@ -175,7 +175,7 @@ bool decode_image(const std::uint8_t* data, std::size_t size, const Transform& t
 #else
 
 bool decode_image(const std::uint8_t*, std::size_t, const Transform&, std::mt19937&, std::int64_t,
-                  std::uint8_t*, DecodeFailure* failure, ScaleCounters*) {
+                  std::uint8_t*, DecodeFailure* failure, ScaleCounters*, EntropyLease*) {
   if (failure != nullptr) {
     *failure =
         DecodeFailure{SkipReason::kUndecodable, "this build decodes no image files (no OpenCV)"};

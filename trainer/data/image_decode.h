@@ -12,6 +12,7 @@
 #include <random>
 #include <string>
 
+#include "data/jpeg_entropy.h"
 #include "data/sample_source.h"
 #include "data/skip_reason.h"
 
@@ -31,8 +32,9 @@ struct DecodeFailure {
 // SampleSource::load. False, with *failure filled (when given), for bytes that are empty, not an
 // image, larger than max_pixels (seen in the header), or do not decode. Counts JPEG decodes by
 // scale into *scales when given. Safe on several threads at once.
+// A `lease` lends the sample's JPEG entropy index (jpeg_entropy.h).
 bool decode_image(const std::uint8_t* data, std::size_t size, const Transform& t, std::mt19937& rng,
                   std::int64_t max_pixels, std::uint8_t* dst, DecodeFailure* failure = nullptr,
-                  ScaleCounters* scales = nullptr);
+                  ScaleCounters* scales = nullptr, EntropyLease* lease = nullptr);
 
 }  // namespace dl::data

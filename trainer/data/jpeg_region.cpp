@@ -12,6 +12,8 @@
 #include <cstdio>  // jpeglib.h needs FILE
 
 #include <jpeglib.h>
+
+#include "data/jpeg_entropy_hook.h"
 #endif
 
 namespace dl::data {
@@ -140,7 +142,8 @@ bool jpeg_region_available() {
 
 JpegOutcome decode_jpeg_window(const std::uint8_t* data, std::size_t size, int channels,
                                std::int64_t max_pixels, const ChooseWindow& choose,
-                               std::vector<std::uint8_t>& buffer, JpegRegion* region) {
+                               std::vector<std::uint8_t>& buffer, JpegRegion* region,
+                               EntropyLease* lease) {
   if (!looks_like_jpeg(data, size) || (channels != 1 && channels != 3)) {
     return JpegOutcome::kNotHandled;
   }
@@ -203,7 +206,9 @@ JpegOutcome decode_jpeg_window(const std::uint8_t* data, std::size_t size, int c
   // Widened to whole iMCU columns by libjpeg: decoding starts at x_offset <= first_col.
   JDIMENSION x_offset = static_cast<JDIMENSION>(first_col);
   JDIMENSION x_width = static_cast<JDIMENSION>(last_col - first_col);
-  if (last_col - first_col < out_w) jpeg_crop_scanline(&cinfo, &x_offset, &x_width);
+  const bool cropped = last_col - first_col < out_w;
+  if (cropped) jpeg_crop_scanline(&cinfo, &x_offset, &x_width);
+  install_entropy_decoder(&cinfo, data, size, cropped ? x_offset : 0, cropped ? x_width : 0, lease);
   const int components = cinfo.output_components;
   const std::size_t stride =
       static_cast<std::size_t>(cinfo.output_width) * static_cast<std::size_t>(components);
@@ -238,7 +243,8 @@ bool jpeg_region_available() {
   return false;
 }
 JpegOutcome decode_jpeg_window(const std::uint8_t*, std::size_t, int, std::int64_t,
-                               const ChooseWindow&, std::vector<std::uint8_t>&, JpegRegion*) {
+                               const ChooseWindow&, std::vector<std::uint8_t>&, JpegRegion*,
+                               EntropyLease*) {
   return JpegOutcome::kNotHandled;
 }
 

@@ -13,6 +13,8 @@
 #include <functional>
 #include <vector>
 
+#include "data/jpeg_entropy.h"
+
 namespace dl::data {
 
 // True when this build decodes JPEGs itself (and jpeg_* below do anything).
@@ -90,9 +92,11 @@ inline constexpr int kMaxProgressiveScans = 1000;
 // scale its minimum size allows, unless the header says the image has more than `max_pixels`
 // pixels.
 // Any decoding error is kNotHandled; warnings (a truncated file's grey tail) are tolerated, as
-// OpenCV and PIL tolerate them.
+// OpenCV and PIL tolerate them. With a `lease`, the file's Huffman decoding starts near the window
+// from points earlier decodes recorded, and records more (jpeg_entropy.h).
 JpegOutcome decode_jpeg_window(const std::uint8_t* data, std::size_t size, int channels,
                                std::int64_t max_pixels, const ChooseWindow& choose,
-                               std::vector<std::uint8_t>& buffer, JpegRegion* region);
+                               std::vector<std::uint8_t>& buffer, JpegRegion* region,
+                               EntropyLease* lease = nullptr);
 
 }  // namespace dl::data

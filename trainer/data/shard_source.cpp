@@ -141,7 +141,8 @@ class ShardSource : public SampleSource {
         num_classes_(num_classes),
         description_(std::move(description)),
         max_pixels_(max_pixels),
-        max_bytes_(static_cast<std::uint64_t>(max_pixels) * 8 + (std::uint64_t{64} << 20)) {}
+        max_bytes_(static_cast<std::uint64_t>(max_pixels) * 8 + (std::uint64_t{64} << 20)),
+        entropy_index_(static_cast<std::int64_t>(samples_.size()), kDefaultEntropyIndexBytes) {}
 
   std::int64_t size() const override { return static_cast<std::int64_t>(samples_.size()); }
   int num_classes() const override { return num_classes_; }
@@ -225,8 +226,9 @@ class ShardSource : public SampleSource {
       return fail(index, SkipReason::kUnreadable, "the shard is shorter than when it was indexed");
     }
     DecodeFailure failure;
+    EntropyLease lease(&entropy_index_, index);
     if (!decode_image(encoded.data(), encoded.size(), t, rng, max_pixels_, dst, &failure,
-                      &decode_scales_)) {
+                      &decode_scales_, &lease)) {
       return fail(index, failure.reason, std::move(failure.detail));
     }
     if (any_failed_.load(std::memory_order_relaxed)) {
@@ -270,6 +272,8 @@ class ShardSource : public SampleSource {
   mutable std::mutex failed_mutex_;
   mutable std::map<std::int64_t, SkippedFile> failed_;
   mutable std::atomic<bool> any_failed_{false};
+  // Where each JPEG's Huffman decoding can resume (jpeg_entropy.h), kept across epochs.
+  mutable EntropyIndexStore entropy_index_;
 };
 
 // Indexes the samples of shard `path`, open as `fd` (`size` bytes), into `out`; what it refused

@@ -45,6 +45,12 @@ bool compress(const JpegSpec& spec, const std::vector<std::uint8_t>& pixels,
                                                 : JCS_CMYK;
   jpeg_set_defaults(&cinfo);
   jpeg_set_quality(&cinfo, spec.quality, TRUE);
+  if (spec.components == 3) {
+    cinfo.comp_info[0].h_samp_factor = spec.luma_h;
+    cinfo.comp_info[0].v_samp_factor = spec.luma_v;
+  }
+  cinfo.restart_interval = static_cast<unsigned int>(spec.restart_interval);
+  cinfo.optimize_coding = spec.optimize ? TRUE : FALSE;
   if (spec.progressive && scans.empty()) jpeg_simple_progression(&cinfo);
   if (!scans.empty()) {
     cinfo.scan_info = scans.data();

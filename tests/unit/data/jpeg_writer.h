@@ -20,6 +20,11 @@ struct JpegSpec {
   // (empty: libjpeg's standard progression when `progressive`).
   std::vector<std::array<int, 5>> scans;
   int quality = 95;
+  // The luma component's sampling factors for colour (2x2 is 4:2:0, 2x1 4:2:2, 1x1 4:4:4).
+  int luma_h = 2;
+  int luma_v = 2;
+  int restart_interval = 0;  // MCUs between restart markers (0: none)
+  bool optimize = false;     // Huffman tables fitted to the image instead of the standard ones
 };
 
 // Sample value of component c at (x, y).
