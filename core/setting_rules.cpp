@@ -140,6 +140,7 @@ const std::map<std::string, Rule>& table() {
       {"max-image-pixels", integer(1, 1ll << 40)},
       {"shuffle-buffer", integer(0, 1 << 30)},
       {"read-ahead-mb", integer(1, 1 << 24)},
+      {"jpeg-index-mb", integer(0, 1 << 24)},
       // The scale is a float32 tensor; growth 1 with backoff 1 is a fixed loss scale.
       {"loss-scale", real(1, 1e38)},
       {"loss-scale-growth", real(1, 1e6)},

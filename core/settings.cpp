@@ -80,6 +80,7 @@ po::options_description make_train() {
     ("max-image-pixels", value("max-image-pixels"), "image files whose header claims more pixels are skipped as bad samples, unread (default 178956970, PIL's limit)")
     ("shuffle-buffer", value("shuffle-buffer"), "shards: training reads the shards in an order shuffled per epoch and mixes their samples in a buffer of this many, 0 for none (default 2000)")
     ("read-ahead-mb", value("read-ahead-mb"), "remote shards (http(s)://, s3://): MiB of whole shards downloaded ahead and kept in memory (default 1024)")
+    ("jpeg-index-mb", value("jpeg-index-mb"), "JPEGs: MiB kept for where each file's Huffman decoding can resume, so later epochs' crops skip the rows and columns before them; 0 for none (default 512)")
     ("loss-scale", value("loss-scale"), "fp16 GradScaler initial scale (default 65536)")
     ("loss-scale-growth", value("loss-scale-growth"), "GradScaler growth factor (default 2.0)")
     ("loss-scale-backoff", value("loss-scale-backoff"), "GradScaler backoff factor (default 0.5)")

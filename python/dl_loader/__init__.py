@@ -99,6 +99,9 @@ class Loader:
     scaled_decode: JPEGs decoded at the smallest scale M/8 that keeps the crop (validation: the
     resize) at least image_size, as DALI and FFCV decode; False decodes at full size, as PIL does
     (torchvision's pixels exactly, slower on large photos). decode_scales counts them by M.
+    jpeg_index_mb: memory for where each JPEG's Huffman decoding can resume, recorded by the
+    first epoch, so that later epochs' crops skip the rows above and the columns beside them (the
+    same pixels, about 40% less decoding on photos; jpeg_index_bytes is what it holds); 0 for none.
     """
 
     def __init__(self, data, batch_size=None, *, split="train", train=True, shuffle=None,
@@ -107,7 +110,8 @@ class Loader:
                  std=None, channels_last=False, pin_memory=None, prefetch=2,
                  max_bad_fraction=0.01, max_pixels=DEFAULT_MAX_PIXELS, scale=(0.08, 1.0),
                  ratio=(3.0 / 4.0, 4.0 / 3.0), flip=0.5, crop_fraction=0.875,
-                 scaled_decode=True, shuffle_buffer=2000, read_ahead_mb=1024):
+                 scaled_decode=True, shuffle_buffer=2000, read_ahead_mb=1024,
+                 jpeg_index_mb=512):
         plan = _plan()
         self.data = os.fspath(data)
         self.batch_size = _positive("batch_size", batch_size if batch_size is not None
@@ -163,7 +167,8 @@ class Loader:
             batch_size=self.batch_size, workers=self.workers,
             prefetch=_positive("prefetch", prefetch), drop_last=self.drop_last, seed=self.seed,
             max_pixels=_positive("max_pixels", max_pixels),
-            read_ahead_mb=_positive("read_ahead_mb", read_ahead_mb), scale_min=scale[0],
+            read_ahead_mb=_positive("read_ahead_mb", read_ahead_mb),
+            jpeg_index_mb=_at_least("jpeg_index_mb", jpeg_index_mb, 0), scale_min=scale[0],
             scale_max=scale[1], ratio_min=ratio[0], ratio_max=ratio[1], flip=flip,
             crop_fraction=crop_fraction, scaled_decode=bool(scaled_decode), cudart=cudart,
             warn=lambda line: _log.warning("%s", line))
@@ -249,6 +254,11 @@ class Loader:
     def decode_scales(self):
         """{M: JPEGs decoded at scale M/8 so far}, the scales used (8 is full size)."""
         return dict(self._core.decode_scales)
+
+    @property
+    def jpeg_index_bytes(self):
+        """Bytes the JPEG entropy index holds now (bounded by jpeg_index_mb)."""
+        return self._core.jpeg_index_bytes
 
     def failures(self):
         """The samples that could not be loaded so far: (index, path, reason, detail)."""

@@ -224,6 +224,27 @@ class OrderTest(Scratch):
         first, second = torch.cat([x for x, _ in a]), torch.cat([x for x, _ in a])
         self.assertFalse(torch.equal(first, second))
 
+    def test_the_jpeg_index_changes_no_pixel_over_epochs(self):
+        # Photo-like files (PIL's encoder): later epochs' crops start from the points the earlier
+        # ones recorded, and must give the bytes of a loader that records none.
+        write_folder(os.path.join(self.dir, "img"), ["a", "b"], 6,
+                     size=lambda c, i: (300 + 37 * i, 260 + 23 * c))
+        runs = {}
+        for mb in (512, 0):
+            loader = dl_loader.Loader(os.path.join(self.dir, "img"), batch_size=4, workers=2,
+                                      seed=3, jpeg_index_mb=mb, dtype=torch.uint8)
+            runs[mb] = [torch.cat([x.clone() for x, _ in loader]) for _ in range(4)]
+            if mb:
+                held = loader.jpeg_index_bytes
+                self.assertGreater(held, 12 * 1000)  # every file's points, a few KiB each
+                self.assertLess(held, 12 * 16 * 1024)
+                figure("JPEG index after 4 epochs of 12 photos (bytes)", held)
+            else:
+                self.assertEqual(loader.jpeg_index_bytes, 0)
+        for epoch, (a, b) in enumerate(zip(runs[512], runs[0])):
+            self.assertTrue(torch.equal(a, b), f"epoch {epoch}")
+        self.assertFalse(torch.equal(runs[0][0], runs[0][1]))
+
     def test_ranks_take_distributed_samplers_exact_shares(self):
         from torch.utils.data import DistributedSampler
         for epoch in (0, 3):
@@ -460,7 +481,8 @@ class BadInputTest(Scratch):
         write_folder(os.path.join(self.dir, "img"), ["a"], 1)
         for kwargs in ({"batch_size": 0}, {"workers": -1}, {"split": "test"},
                        {"split": "val"}, {"dtype": torch.float64}, {"rank": 2, "world_size": 2},
-                       {"image_size": -3}, {"indices": [5]}, {"max_bad_fraction": 2}):
+                       {"image_size": -3}, {"indices": [5]}, {"max_bad_fraction": 2},
+                       {"jpeg_index_mb": -1}):
             with self.assertRaises(ValueError, msg=kwargs) as caught:
                 dl_loader.Loader(os.path.join(self.dir, "img"), **kwargs)
             self.assertNotIn("\n", str(caught.exception))

@@ -35,14 +35,15 @@ void trim(std::vector<std::uint8_t>& buffer) {
 class FileListSource : public SampleSource {
  public:
   FileListSource(std::vector<LabelledFile> files, int num_classes, std::string description,
-                 std::int64_t max_pixels, std::vector<std::string> class_names)
+                 std::int64_t max_pixels, std::vector<std::string> class_names,
+                 std::size_t entropy_index_bytes)
       : class_names_(std::move(class_names)),
         files_(std::move(files)),
         num_classes_(num_classes),
         description_(std::move(description)),
         max_pixels_(max_pixels),
         max_bytes_(static_cast<std::uint64_t>(max_pixels) * 8 + (std::uint64_t{64} << 20)),
-        entropy_index_(static_cast<std::int64_t>(files_.size()), kDefaultEntropyIndexBytes) {}
+        entropy_index_(static_cast<std::int64_t>(files_.size()), entropy_index_bytes) {}
 
   std::int64_t size() const override { return static_cast<std::int64_t>(files_.size()); }
   int num_classes() const override { return num_classes_; }
@@ -86,6 +87,7 @@ class FileListSource : public SampleSource {
   }
 
   DecodeScales decode_scales() const override { return read_scale_counters(decode_scales_); }
+  std::size_t entropy_index_bytes() const override { return entropy_index_.bytes(); }
 
   std::vector<SkippedFile> failures() const override {
     std::lock_guard<std::mutex> lock(failed_mutex_);
@@ -161,7 +163,8 @@ std::unique_ptr<SampleSource> make_file_list_source(std::vector<LabelledFile> fi
   std::string description = kind + " " + origin + " (" + std::to_string(files.size()) +
                             " samples, " + std::to_string(num_classes) + " classes)";
   return std::make_unique<FileListSource>(std::move(files), num_classes, std::move(description),
-                                          options.max_pixels, std::move(class_names));
+                                          options.max_pixels, std::move(class_names),
+                                          options.entropy_index_bytes);
 #else
   (void)files;
   (void)options;

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "data/jpeg_entropy.h"
 #include "data/sample_source.h"
 
 namespace dl::data {
@@ -33,6 +34,9 @@ struct ImageFileOptions {
   // Remote shards (shard_cache.h): the memory their read-ahead may hold, and its downloads at once.
   std::uint64_t read_ahead_bytes = std::uint64_t{1} << 30;
   int downloads = 2;
+  // JPEGs: the memory for where each file's Huffman decoding can resume (jpeg_entropy.h), 0 for
+  // none.
+  std::size_t entropy_index_bytes = kDefaultEntropyIndexBytes;
 };
 
 // Takes the listing (at least one file) with num_classes = max label + 1 (or the number of

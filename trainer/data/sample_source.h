@@ -74,6 +74,8 @@ class SampleSource {
   // How many JPEGs load() decoded at each scale M/8 so far (element M - 1): the loader bench's
   // distribution. All zero for sources that decode none.
   virtual DecodeScales decode_scales() const { return {}; }
+  // The memory its JPEGs' entropy index holds now (jpeg_entropy.h).
+  virtual std::size_t entropy_index_bytes() const { return 0; }
   // The sample's encoded file as stored (a JPEG's bytes) and its lower-case extension ("jpg"),
   // for sources whose samples are files: what the shard writer copies without re-encoding. False
   // for in-memory sources and for a file that cannot be read.

@@ -134,7 +134,8 @@ class ShardSource : public SampleSource {
  public:
   ShardSource(std::vector<std::string> shards, std::vector<ShardSample> samples, int num_classes,
               std::string description, std::int64_t max_pixels,
-              std::unique_ptr<ShardCache> cache = nullptr)
+              std::unique_ptr<ShardCache> cache = nullptr,
+              std::size_t entropy_index_bytes = kDefaultEntropyIndexBytes)
       : shards_(std::move(shards)),
         samples_(std::move(samples)),
         cache_(std::move(cache)),
@@ -142,7 +143,7 @@ class ShardSource : public SampleSource {
         description_(std::move(description)),
         max_pixels_(max_pixels),
         max_bytes_(static_cast<std::uint64_t>(max_pixels) * 8 + (std::uint64_t{64} << 20)),
-        entropy_index_(static_cast<std::int64_t>(samples_.size()), kDefaultEntropyIndexBytes) {}
+        entropy_index_(static_cast<std::int64_t>(samples_.size()), entropy_index_bytes) {}
 
   std::int64_t size() const override { return static_cast<std::int64_t>(samples_.size()); }
   int num_classes() const override { return num_classes_; }
@@ -172,6 +173,7 @@ class ShardSource : public SampleSource {
            " waits for one, " + std::to_string(s.peak_bytes >> 20) + " MiB held at most";
   }
   DecodeScales decode_scales() const override { return read_scale_counters(decode_scales_); }
+  std::size_t entropy_index_bytes() const override { return entropy_index_.bytes(); }
 
   bool load(std::int64_t index, const Transform& t, std::mt19937& rng,
             std::uint8_t* dst) const override {
@@ -398,8 +400,8 @@ std::unique_ptr<SampleSource> open_shards(const std::string& location,
         options.read_ahead_bytes, options.downloads);
   }
   return std::make_unique<ShardSource>(shards, std::move(samples), num_classes,
-                                       std::move(description), options.max_pixels,
-                                       std::move(cache));
+                                       std::move(description), options.max_pixels, std::move(cache),
+                                       options.entropy_index_bytes);
 }
 
 }  // namespace dl::data

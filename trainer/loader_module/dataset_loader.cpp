@@ -51,6 +51,7 @@ DatasetLoader::DatasetLoader(DatasetLoaderOptions options) {
   data::ImageFileOptions files;
   files.max_pixels = options.max_pixels;
   files.read_ahead_bytes = options.read_ahead_bytes;
+  files.entropy_index_bytes = options.entropy_index_bytes;
   files.warn = options.warn;
   data::DataSet set = data::open_data_set(options.location, files);
   kind_ = set.kind;

@@ -41,7 +41,8 @@ struct DatasetLoaderOptions {
   bool drop_last = false;
   std::uint64_t seed = 0;
   std::int64_t max_pixels = data::kDefaultMaxImagePixels;
-  std::uint64_t read_ahead_bytes = std::uint64_t{1} << 30;  // remote shards
+  std::uint64_t read_ahead_bytes = std::uint64_t{1} << 30;            // remote shards
+  std::size_t entropy_index_bytes = data::kDefaultEntropyIndexBytes;  // data::ImageFileOptions
   // RandomResizedCrop's scale and ratio ranges, the flip's probability, validation's crop
   // fraction (224 of 256): data::Transform's defaults, which are torchvision's.
   float scale_min = 0.08f;
@@ -96,6 +97,7 @@ class DatasetLoader {
   std::string remote_summary() const { return source_->remote_summary(); }
   std::vector<data::SkippedFile> failures() const { return source_->failures(); }
   data::DecodeScales decode_scales() const { return source_->decode_scales(); }
+  std::size_t entropy_index_bytes() const { return source_->entropy_index_bytes(); }
   std::size_t pool_buffers() const { return loaded().pool_buffers(); }
   // The float output's blocks so far and their size (0 without a float output).
   std::size_t float_buffers() const { return float_pool_ ? float_pool_->allocated() : 0; }

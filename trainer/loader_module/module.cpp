@@ -65,6 +65,7 @@ std::unique_ptr<DatasetLoader> make_loader(const py::kwargs& kw) {
   o.seed = kw["seed"].cast<std::uint64_t>();
   o.max_pixels = kw["max_pixels"].cast<std::int64_t>();
   o.read_ahead_bytes = kw["read_ahead_mb"].cast<std::uint64_t>() << 20;
+  o.entropy_index_bytes = kw["jpeg_index_mb"].cast<std::size_t>() << 20;
   o.scale_min = kw["scale_min"].cast<float>();
   o.scale_max = kw["scale_max"].cast<float>();
   o.ratio_min = kw["ratio_min"].cast<float>();
@@ -275,6 +276,7 @@ PYBIND11_MODULE(_core, m) {
                                }
                                return out;
                              })
+      .def_property_readonly("jpeg_index_bytes", &DatasetLoader::entropy_index_bytes)
       .def_property_readonly("pool_buffers", &DatasetLoader::pool_buffers)
       .def_property_readonly("float_buffers", &DatasetLoader::float_buffers)
       .def_property_readonly("float_buffer_bytes", &DatasetLoader::float_buffer_bytes);

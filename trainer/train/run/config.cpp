@@ -124,6 +124,7 @@ ParsedArgs parse_train_args(int argc, const char* const argv[]) {
   if (auto v = s.integer("max-image-pixels")) c.max_image_pixels = *v;
   if (auto v = s.integer("shuffle-buffer")) c.shuffle_buffer = *v;
   if (auto v = s.integer("read-ahead-mb")) c.read_ahead_mb = *v;
+  if (auto v = s.integer("jpeg-index-mb")) c.jpeg_index_mb = *v;
   if (auto v = s.integer("limit-batches")) {
     c.limit_batches = *v;
   }

@@ -38,6 +38,7 @@ struct TrainConfig {
   std::int64_t max_image_pixels = data::kDefaultMaxImagePixels;
   std::int64_t shuffle_buffer = 2000;  // shards: samples mixed after the shard order's shuffle
   std::int64_t read_ahead_mb = 1024;   // remote shards: memory for whole shards read ahead
+  std::int64_t jpeg_index_mb = 512;    // JPEGs: memory for where decoding can resume (0: none)
   std::int64_t limit_batches = 0;      // 0: every batch of the epoch
   CheckpointEvery checkpoint_every{0, 600.0};  // last.pt between epoch ends (default 10 min)
   bool resume = false;

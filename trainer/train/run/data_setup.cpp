@@ -91,6 +91,7 @@ DataSetup setup_data(const TrainConfig& config) {
   data::ImageFileOptions image_files;
   image_files.max_pixels = config.max_image_pixels;
   image_files.read_ahead_bytes = static_cast<std::uint64_t>(config.read_ahead_mb) << 20;
+  image_files.entropy_index_bytes = static_cast<std::size_t>(config.jpeg_index_mb) << 20;
   image_files.warn = [](const std::string& line) { spdlog::warn("{}", line); };
   try {
     data::DataSet set = data::open_data_set(d.location, image_files);
