@@ -109,6 +109,7 @@ constexpr int kMaxBlocks = D_MAX_BLOCKS_IN_MCU;
 // codes and values; the zero padding after the real data covers one MCU's overrun.
 constexpr std::size_t kMaxMcuBytes = kMaxBlocks * 64 * 32 / 8;
 constexpr std::size_t kPadBytes = kMaxMcuBytes + 16;
+constexpr std::size_t kKeptDataBytes = std::size_t{16} << 20;
 
 // Zigzag to natural order, with 16 extra entries so that corrupt data's k > 63 lands on 63 (as
 // libjpeg's jpeg_natural_order does).
@@ -570,6 +571,11 @@ bool install_entropy_decoder(jpeg_decompress_struct* cinfo, const std::uint8_t* 
   }
   d.blocks_in_mcu = cinfo->blocks_in_MCU;
   d.components = cinfo->comps_in_scan;
+  // The unstuffed copy keeps its capacity from file to file, up to what the pixel buffers keep: an
+  // unusually large file's is given back rather than held by the thread for good.
+  if (d.data.capacity() > kKeptDataBytes && left + kPadBytes <= kKeptDataBytes) {
+    std::vector<std::uint8_t>().swap(d.data);
+  }
   if (!unstuff(start, left, d.data)) return false;
   d.real_bits = static_cast<std::uint64_t>(d.data.size() - kPadBytes) * 8;
   d.reader = Reader{d.data.data(), d.data.data(), 0, 0};
