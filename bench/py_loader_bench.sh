@@ -10,13 +10,17 @@
 # (full size, torchvision's pixels exactly). Prints a Markdown table of medians and ratios, then
 # the decode scales used. Goal: dl_loader >= 4x torchvision.
 #
-# Usage: bench/py_loader_bench.sh [--repeat N] [--build DIR] [--python PATH] [--per-class N]
-#                                 [--workers "0 2"] [--keep DIR]
+# Each run times the last of --epochs epochs (2: the second, whose JPEG index holds one earlier
+# crop per file; more: nearer the steady state a long training run sees).
+#
+# Usage: bench/py_loader_bench.sh [--repeat N] [--epochs N] [--build DIR] [--python PATH]
+#                                 [--per-class N] [--workers "0 2"] [--keep DIR]
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 repo="$(dirname "$here")"
 repeat=3
+epochs=2
 build="$repo/build/release"
 python=/usr/bin/python3
 per_class=60
@@ -28,6 +32,7 @@ die() { echo "py_loader_bench: $*" >&2; exit 64; }
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --repeat) [[ $# -ge 2 ]] || die "--repeat needs a number"; repeat="$2"; shift 2 ;;
+    --epochs) [[ $# -ge 2 ]] || die "--epochs needs a number"; epochs="$2"; shift 2 ;;
     --build) [[ $# -ge 2 ]] || die "--build needs a directory"; build="$2"; shift 2 ;;
     --python) [[ $# -ge 2 ]] || die "--python needs a path"; python="$2"; shift 2 ;;
     --per-class) [[ $# -ge 2 ]] || die "--per-class needs a number"; per_class="$2"; shift 2 ;;
@@ -38,6 +43,7 @@ while [[ $# -gt 0 ]]; do
   esac
 done
 [[ "$repeat" =~ ^[1-9][0-9]*$ ]] || die "--repeat $repeat: expected a whole number >= 1"
+[[ "$epochs" =~ ^[2-9]$|^[1-9][0-9]+$ ]] || die "--epochs $epochs: expected a whole number >= 2"
 [[ "$per_class" =~ ^[1-9][0-9]*$ ]] || die "--per-class $per_class: expected a whole number >= 1"
 [[ -x "$build/bench/make_jpeg_set" ]] || die "--build $build: no bench/make_jpeg_set (cmake --build $build)"
 [[ -d "$build/python/dl_loader" ]] || die "--build $build: no python/dl_loader (python3-dev and pybind11-dev, then rebuild)"
@@ -61,7 +67,7 @@ scales="$work/scales.tsv"
 side() {  # side SET SIDE WORKERS -> images/s (the decode scales go to $scales)
   local out
   out=$(env -u PYTHONPATH -u OMP_NUM_THREADS "$python" "$here/reference/py_loader_side.py" \
-    --side "$2" --data "$work/$1/train" --workers "$3" --module-dir "$work/python")
+    --side "$2" --data "$work/$1/train" --workers "$3" --module-dir "$work/python" --epochs "$epochs")
   awk -v set="$1" -v side="$2" '/^decode_scales/ {sub(/^decode_scales /, ""); print set "\t" side "\t" $0}' \
     <<<"$out" >>"$scales"
   awk '/^images_per_second/ {print $2}' <<<"$out"
@@ -79,7 +85,7 @@ for set in sq256 photo; do
   done
 done
 
-"$python" - "$rows" "$repeat" "$scales" <<'PY'
+"$python" - "$rows" "$repeat" "$scales" "$epochs" <<'PY'
 import ast, statistics, sys
 rows = [line.split("\t") for line in open(sys.argv[1]).read().splitlines()]
 def med(s, w, side):
@@ -92,7 +98,8 @@ for s in ("sq256", "photo"):
     for w in sorted({r[1] for r in rows if r[0] == s}, key=int):
         a, b, c = med(s, w, "dl"), med(s, w, "torchvision"), med(s, w, "dl-full")
         print(f"| {names[s]} | {w} | {a:.0f} | {b:.0f} | {a / b:.2f}x | {c:.0f} | {c / b:.2f}x |")
-print(f"\nMedians of {sys.argv[2]} alternated runs each; each run times its second epoch.")
+print(f"\nMedians of {sys.argv[2]} alternated runs each; each run times epoch {sys.argv[4]} of "
+      f"{sys.argv[4]}.")
 print("\nJPEG decode scales, dl_loader's default (M/8: share of decodes, over every run):")
 for s in ("sq256", "photo"):
     total = {}

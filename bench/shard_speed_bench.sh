@@ -12,13 +12,17 @@
 # Prints a Markdown table of medians with each side's ratio to torchvision (goals: 6x on the
 # photo-sized set, 10x on the megapixel set) and the packing rates.
 #
-# Usage: bench/shard_speed_bench.sh [--repeat N] [--build DIR] [--python PATH]
+# Each run times the last of --epochs epochs (2: the second, whose JPEG index holds one earlier
+# crop per file; more: nearer the steady state a long training run sees).
+#
+# Usage: bench/shard_speed_bench.sh [--repeat N] [--epochs N] [--build DIR] [--python PATH]
 #                                   [--per-class N] [--mega-per-class N] [--workers "0 2"]
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 repo="$(dirname "$here")"
 repeat=3
+epochs=2
 build="$repo/build/release"
 python=/usr/bin/python3
 per_class=60
@@ -30,6 +34,7 @@ die() { echo "shard_speed_bench: $*" >&2; exit 64; }
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --repeat) [[ $# -ge 2 ]] || die "--repeat needs a number"; repeat="$2"; shift 2 ;;
+    --epochs) [[ $# -ge 2 ]] || die "--epochs needs a number"; epochs="$2"; shift 2 ;;
     --build) [[ $# -ge 2 ]] || die "--build needs a directory"; build="$2"; shift 2 ;;
     --python) [[ $# -ge 2 ]] || die "--python needs a path"; python="$2"; shift 2 ;;
     --per-class) [[ $# -ge 2 ]] || die "--per-class needs a number"; per_class="$2"; shift 2 ;;
@@ -73,7 +78,7 @@ rows="$work/rows.tsv"
 : >"$rows"
 side() {  # side SIDE DATA WORKERS -> images/s
   env -u PYTHONPATH -u OMP_NUM_THREADS "$python" "$here/reference/py_loader_side.py" \
-    --side "$1" --data "$2" --workers "$3" --module-dir "$work/python" |
+    --side "$1" --data "$2" --workers "$3" --module-dir "$work/python" --epochs "$epochs" |
     awk '/^images_per_second/ {print $2}'
 }
 for set in photo mega; do
@@ -96,7 +101,7 @@ for set in photo mega; do
   done
 done
 
-"$python" - "$rows" "$repeat" <<'PY'
+"$python" - "$rows" "$repeat" "$epochs" <<'PY'
 import statistics, sys
 rows = [line.split("\t") for line in open(sys.argv[1]).read().splitlines()]
 def med(s, w, side):
@@ -112,8 +117,8 @@ for s in ("photo", "mega"):
         t = med(s, w, "torchvision")
         cells = [f"{med(s, w, k):.1f} ({med(s, w, k) / t:.2f}x)" for k in ("folder", "shards", "small")]
         print(f"| {name} ({goal}) | {w} | {t:.1f} | {cells[0]} | {cells[1]} | {cells[2]} ({side} px) |")
-print(f"\nimages/s, medians of {sys.argv[2]} alternated runs each (each run times its second "
-      "epoch); in brackets, the ratio to torchvision.")
+print(f"\nimages/s, medians of {sys.argv[2]} alternated runs each (each run times epoch "
+      f"{sys.argv[3]} of {sys.argv[3]}); in brackets, the ratio to torchvision.")
 PY
 echo
 echo "Packing (dl-train pack, one thread):"
