@@ -124,13 +124,28 @@ constexpr int kNaturalOrder[64 + 16] = {
 //              bits 8-11, value in bits 16-31;
 //   else len > 0: a code of len bits, its symbol in bits 8-15;
 //   0: a longer code (or none), found through maxcode/valoffset as jdhuff.c does.
+//
+// skip[] (AC tables) is indexed by the next kSkipBits bits, for blocks whose AC values are not
+// kept: as many whole AC symbols (codes and value bits) as fit, in bits 0-4 (0: not even one),
+// the positions they move k by in bits 5-11 (a symbol's run and one, 16 for ZRL, 1 for the end
+// of block), and bit 12 where the last of them ends the block.
+//
+// A table is built from libjpeg's JHUFF_TBL, whose bytes it keeps: the next file with the same
+// tables (an encoder's standard ones, usually) reuses it as it is.
+constexpr int kSkipBits = 12;
 struct Table {
   std::int32_t fast[1 << kFastBits];
+  std::uint16_t skip[1 << kSkipBits];
   std::int32_t maxcode[18];
   std::int32_t valoffset[18];
   std::uint8_t huffval[256];
+  std::uint8_t source_bits[17];
+  std::uint8_t source_huffval[256];
+  bool built;
+  bool ac;
 };
 constexpr std::int32_t kWhole = 1 << 6;
+constexpr int kSkipEnds = 1 << 12;
 
 inline int extend(int v, int s) {
   return v < (1 << (s - 1)) ? v - (1 << s) + 1 : v;
@@ -139,7 +154,45 @@ inline int extend(int v, int s) {
 // Builds `t` from a table libjpeg has already checked (jpeg_make_d_derived_tbl refuses
 // over-subscribed codes, and DC symbols above 15, before the first MCU). `ac` adds the whole-
 // coefficient entries.
+// The symbols at the start of the kSkipBits-bit pattern `v` (skip[]'s entry for it).
+std::uint16_t skip_entry(const Table& t, unsigned v) {
+  int used = 0;
+  int moved = 0;
+  for (;;) {
+    // The canonical code at bit `used`, as slow_symbol finds it, within the pattern.
+    int l = 1;
+    if (used + l > kSkipBits) break;
+    std::int32_t code = static_cast<std::int32_t>((v >> (kSkipBits - used - 1)) & 1u);
+    while (code > t.maxcode[l] && used + l < kSkipBits && l < 16) {
+      ++l;
+      code = static_cast<std::int32_t>((v >> (kSkipBits - used - l)) & ((1u << l) - 1));
+    }
+    if (code > t.maxcode[l]) break;  // longer than what is left, or no code
+    const int symbol = t.huffval[(code + t.valoffset[l]) & 0xFF];
+    const int run = symbol >> 4;
+    const int s = symbol & 15;
+    if (s != 0) {
+      if (used + l + s > kSkipBits) break;
+      used += l + s;
+      moved += run + 1;
+    } else if (run == 15) {
+      used += l;
+      moved += 16;
+    } else {
+      used += l;
+      moved += 1;
+      return static_cast<std::uint16_t>(used | (moved << 5) | kSkipEnds);
+    }
+    if (moved >= 64) break;
+  }
+  return static_cast<std::uint16_t>(used == 0 ? 0 : used | (moved << 5));
+}
+
 void build_table(const JHUFF_TBL& h, bool ac, Table* t) {
+  if (t->built && t->ac == ac && std::memcmp(t->source_bits, h.bits, sizeof(t->source_bits)) == 0 &&
+      std::memcmp(t->source_huffval, h.huffval, sizeof(t->source_huffval)) == 0) {
+    return;
+  }
   int huffsize[257];
   unsigned huffcode[257];
   int p = 0;
@@ -188,6 +241,13 @@ void build_table(const JHUFF_TBL& h, bool ac, Table* t) {
       t->fast[first | j] = entry;
     }
   }
+  if (ac) {
+    for (unsigned v = 0; v < (1u << kSkipBits); ++v) t->skip[v] = skip_entry(*t, v);
+  }
+  std::memcpy(t->source_bits, h.bits, sizeof(t->source_bits));
+  std::memcpy(t->source_huffval, h.huffval, sizeof(t->source_huffval));
+  t->ac = ac;
+  t->built = true;
 }
 
 inline std::uint64_t load_be64(const std::uint8_t* p) {
@@ -336,6 +396,16 @@ bool decode_one(Decoder& d, JBLOCKROW* mcu) {
     } else {
       for (int k = 1; k < 64; ++k) {
         if (r.bits < 32) r.refill();
+        // Several symbols at once where they fit and cannot carry k past the block's end (each
+        // one's loop test would have passed: k stays below 64 before the last).
+        const int g = ac.skip[r.buf >> (64 - kSkipBits)];
+        const int moved = (g >> 5) & 127;
+        if ((g & 31) != 0 && k + moved <= 64) {
+          r.drop(g & 31);
+          if (g & kSkipEnds) break;
+          k += moved - 1;  // the loop adds the last one
+          continue;
+        }
         const std::int32_t e = ac.fast[r.buf >> (64 - kFastBits)];
         if (e & kWhole) {
           r.drop(e & 63);
