@@ -9,12 +9,11 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <filesystem>
 #include <string>
 #include <vector>
 
-#include "data/file_bytes.h"
 #include "data/jpeg_region.h"
+#include "jpeg_files.h"
 
 namespace {
 
@@ -45,16 +44,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "usage: decode_scale_bench --data DIR [--rounds N]\n");
     return 64;
   }
-  std::vector<std::vector<std::uint8_t>> files;
-  for (const auto& entry : std::filesystem::recursive_directory_iterator(dir)) {
-    if (!entry.is_regular_file()) continue;
-    std::vector<std::uint8_t> bytes;
-    dl::data::FileReadError error;
-    if (dl::data::read_file_into(entry.path().string(), bytes, &error) &&
-        dl::data::looks_like_jpeg(bytes.data(), bytes.size())) {
-      files.push_back(std::move(bytes));
-    }
-  }
+  const std::vector<std::vector<std::uint8_t>> files = dl::bench::read_jpeg_files(dir);
   if (files.empty()) {
     std::fprintf(stderr, "decode_scale_bench: no JPEG files under %s\n", dir.c_str());
     return 66;

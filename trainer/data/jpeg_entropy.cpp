@@ -303,13 +303,17 @@ inline int slow_symbol(Reader& r, const Table& t) {
   return t.huffval[(code + t.valoffset[l]) & 0xFF];
 }
 
-inline int symbol(Reader& r, const Table& t) {
-  const std::int32_t e = t.fast[r.buf >> (64 - kFastBits)];
+// The symbol a fast[] entry `e` (not a whole coefficient) stands for, its code dropped.
+inline int entry_symbol(Reader& r, const Table& t, std::int32_t e) {
   if (e != 0) {
     r.drop(e & 63);
     return (e >> 8) & 0xFF;
   }
   return slow_symbol(r, t);
+}
+
+inline int symbol(Reader& r, const Table& t) {
+  return entry_symbol(r, t, t.fast[r.buf >> (64 - kFastBits)]);
 }
 
 struct Block {
@@ -376,13 +380,7 @@ bool decode_one(Decoder& d, JBLOCKROW* mcu) {
           out[kNaturalOrder[k]] = static_cast<JCOEF>(e >> 16);
           continue;
         }
-        int sym;
-        if (e != 0) {
-          r.drop(e & 63);
-          sym = (e >> 8) & 0xFF;
-        } else {
-          sym = slow_symbol(r, ac);
-        }
+        const int sym = entry_symbol(r, ac, e);
         const int run = sym >> 4;
         s = sym & 15;
         if (s) {
@@ -412,13 +410,7 @@ bool decode_one(Decoder& d, JBLOCKROW* mcu) {
           k += (e >> 8) & 15;
           continue;
         }
-        int sym;
-        if (e != 0) {
-          r.drop(e & 63);
-          sym = (e >> 8) & 0xFF;
-        } else {
-          sym = slow_symbol(r, ac);
-        }
+        const int sym = entry_symbol(r, ac, e);
         const int run = sym >> 4;
         s = sym & 15;
         if (s) {
