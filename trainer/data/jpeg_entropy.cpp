@@ -1,5 +1,5 @@
 // The indexed Huffman decoder of jpeg_entropy.h. It replaces the decode_mcu method of libjpeg's
-// entropy decoder (a struct of three members since libjpeg 6) for one decompression, and decodes
+// entropy decoder (its second member in every libjpeg since 6) for one decompression, and decodes
 // exactly what libjpeg-turbo's jdhuff.c decodes, corrupt data included: FF/00 is an FF byte and
 // FF...FF/00 too, a marker (or the data's end) ends the real bits and zero bits follow, an MCU that
 // needed bits beyond the real ones is kept and every MCU after it is left zero (grey), a code
@@ -21,17 +21,14 @@
 
 #if DL_HAVE_LIBJPEG
 #include "data/jpeg_entropy_hook.h"
-#if __has_include(<jpegint.h>)
-#include <jpegint.h>
-#else
-// libjpeg's entropy decoder object, as every libjpeg since 6 lays it out (jpegint.h, which not
-// every distribution installs).
-struct jpeg_entropy_decoder {
+// libjpeg's entropy decoder object begins so in every libjpeg since 6 (jpegint.h, which not every
+// distribution installs). Only decode_mcu is touched: what follows it differs (libjpeg-turbo 3
+// put a lossless method before insufficient_data), and libjpeg reads insufficient_data only for
+// progressive files' block smoothing, which this decoder never serves.
+struct EntropyDecoderHead {
   void (*start_pass)(j_decompress_ptr cinfo);
   boolean (*decode_mcu)(j_decompress_ptr cinfo, JBLOCKROW* MCU_data);
-  boolean insufficient_data;
 };
-#endif
 #endif
 
 namespace dl::data {
@@ -343,7 +340,6 @@ struct Decoder {
   std::uint32_t last_col;
   bool insufficient;
   EntropyIndex* index;  // null: nothing recorded or used
-  jpeg_entropy_decoder* entropy;
 };
 
 thread_local std::uint64_t t_decoded_mcus = 0;
@@ -485,7 +481,6 @@ bool advance(Decoder& d, std::uint32_t target) {
 
 void run_out(Decoder& d) {
   d.insufficient = true;
-  d.entropy->insufficient_data = TRUE;
 }
 
 boolean decode_mcu(j_decompress_ptr cinfo, JBLOCKROW* mcu) {
@@ -669,9 +664,8 @@ bool install_entropy_decoder(jpeg_decompress_struct* cinfo, const std::uint8_t* 
                     cinfo->MCU_rows_in_scan)) {
     d.index = lease->index();
   }
-  d.entropy = cinfo->entropy;
   cinfo->client_data = &d;
-  cinfo->entropy->decode_mcu = decode_mcu;
+  reinterpret_cast<EntropyDecoderHead*>(cinfo->entropy)->decode_mcu = decode_mcu;
   return true;
 }
 #else
