@@ -339,10 +339,9 @@ struct Decoder {
   std::uint32_t first_col;  // the MCU columns whose coefficients are used
   std::uint32_t last_col;
   bool insufficient;
-  EntropyIndex* index;  // null: nothing recorded or used
+  EntropyIndex* index;         // null: nothing recorded or used
+  std::uint64_t decoded_mcus;  // over every decompression: jpeg_entropy_decoded_mcus()
 };
-
-thread_local std::uint64_t t_decoded_mcus = 0;
 
 Decoder& thread_decoder() {
   thread_local Decoder decoder;
@@ -421,7 +420,7 @@ bool decode_one(Decoder& d, JBLOCKROW* mcu) {
   }
   d.reader = r;
   ++d.reader_mcu;
-  ++t_decoded_mcus;
+  ++d.decoded_mcus;
   return d.reader.position() <= d.real_bits;
 }
 
@@ -589,7 +588,7 @@ bool prepare_index(EntropyIndex& index, EntropyIndexStore& store, std::uint64_t 
 }  // namespace
 
 std::uint64_t jpeg_entropy_decoded_mcus() {
-  return t_decoded_mcus;
+  return thread_decoder().decoded_mcus;
 }
 
 bool install_entropy_decoder(jpeg_decompress_struct* cinfo, const std::uint8_t* data,

@@ -193,10 +193,12 @@ py::bytes resized_crop(const py::buffer& rgb, int top, int left, int crop_height
 }  // namespace
 }  // namespace dl::loader_module
 
-PYBIND11_MODULE(_core, m) {
-  using namespace dl::loader_module;
-  m.doc() = "dl::data's loader (use the dl_loader package, not this module)";
+namespace {
 
+// The module's exceptions: dl-train's one-line errors as Python's (a missing folder is a
+// FileNotFoundError, a malformed data set a DataError, a missing part a SplitError).
+void bind_exceptions(py::module_& m) {
+  using namespace dl::loader_module;
   static py::exception<dl::data::DataError> data_error(m, "DataError", PyExc_ValueError);
   static py::exception<MissingPart> split_error(m, "SplitError", PyExc_ValueError);
   py::register_exception_translator([](std::exception_ptr p) {
@@ -214,7 +216,11 @@ PYBIND11_MODULE(_core, m) {
       PyErr_SetString(PyExc_RuntimeError, e.what());
     }
   });
+}
 
+// The Loader class over DatasetLoader, and the buffer its batches are handed over in.
+void bind_loader(py::module_& m) {
+  using namespace dl::loader_module;
   py::class_<BatchBuffer>(m, "Buffer", py::buffer_protocol())
       .def_buffer([](BatchBuffer& b) {
         return py::buffer_info(b.data, b.itemsize, b.format, 1, {b.count}, {b.itemsize});
@@ -280,6 +286,15 @@ PYBIND11_MODULE(_core, m) {
       .def_property_readonly("pool_buffers", &DatasetLoader::pool_buffers)
       .def_property_readonly("float_buffers", &DatasetLoader::float_buffers)
       .def_property_readonly("float_buffer_bytes", &DatasetLoader::float_buffer_bytes);
+}
+
+}  // namespace
+
+PYBIND11_MODULE(_core, m) {
+  using namespace dl::loader_module;
+  m.doc() = "dl::data's loader (use the dl_loader package, not this module)";
+  bind_exceptions(m);
+  bind_loader(m);
 
   m.def("plan_train_crops", &plan_train_crops);
   m.def(
