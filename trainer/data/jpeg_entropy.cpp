@@ -29,6 +29,27 @@ struct EntropyDecoderHead {
   void (*start_pass)(j_decompress_ptr cinfo);
   boolean (*decode_mcu)(j_decompress_ptr cinfo, JBLOCKROW* MCU_data);
 };
+
+// The scaled DCT sizes as libjpeg-turbo itself reads them (its jpegint.h _DCT_scaled_size): one
+// field in the jpeg62 ABI (Debian), the horizontal one of two from the jpeg7 ABI on (Ubuntu's
+// libjpeg-turbo8, JPEG_LIB_VERSION 80), where the crop's columns and the AC test are horizontal.
+namespace {
+#if JPEG_LIB_VERSION >= 70
+int dct_scaled_size(const jpeg_component_info& comp) {
+  return comp.DCT_h_scaled_size;
+}
+int min_dct_scaled_size(const jpeg_decompress_struct& cinfo) {
+  return cinfo.min_DCT_h_scaled_size;
+}
+#else
+int dct_scaled_size(const jpeg_component_info& comp) {
+  return comp.DCT_scaled_size;
+}
+int min_dct_scaled_size(const jpeg_decompress_struct& cinfo) {
+  return cinfo.min_DCT_scaled_size;
+}
+#endif
+}  // namespace
 #endif
 
 namespace dl::data {
@@ -623,7 +644,7 @@ bool install_entropy_decoder(jpeg_decompress_struct* cinfo, const std::uint8_t* 
     blk.ac = &d.tables[4 + ac_no];
     blk.component = ci;
     blk.store_dc = comp->component_needed != 0;
-    blk.store_ac = comp->component_needed != 0 && comp->DCT_scaled_size > 1;
+    blk.store_ac = comp->component_needed != 0 && dct_scaled_size(*comp) > 1;
   }
   d.blocks_in_mcu = cinfo->blocks_in_MCU;
   d.components = cinfo->comps_in_scan;
@@ -648,8 +669,8 @@ bool install_entropy_decoder(jpeg_decompress_struct* cinfo, const std::uint8_t* 
     // jpeg_crop_scanline's iMCU columns: the only ones it inverse-transforms.
     const JDIMENSION align =
         cinfo->comps_in_scan == 1 && cinfo->num_components == 1
-            ? static_cast<JDIMENSION>(cinfo->min_DCT_scaled_size)
-            : static_cast<JDIMENSION>(cinfo->min_DCT_scaled_size * cinfo->max_h_samp_factor);
+            ? static_cast<JDIMENSION>(min_dct_scaled_size(*cinfo))
+            : static_cast<JDIMENSION>(min_dct_scaled_size(*cinfo) * cinfo->max_h_samp_factor);
     if (align > 0) {
       d.first_col = std::min<std::uint32_t>(x_offset / align, d.mcus_per_row - 1);
       d.last_col =
