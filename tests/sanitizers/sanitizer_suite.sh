@@ -4,8 +4,8 @@
 # presets hold the compiler flags, the sanitizers' settings and which tests run):
 #   asan  AddressSanitizer + UndefinedBehaviorSanitizer: every unit and integration test (the
 #         python ones included) and the programs they start, but those labelled image, static,
-#         cuda-build (shell checks of files and images, and a build with its own flags: no code
-#         of ours runs under the sanitizer), fuzz (the fuzz preset's own runs) and sanitizer
+#         cuda-build, oldest-build (shell checks of files and images, and builds with their own
+#         flags: no code of ours runs under the sanitizer), fuzz (the fuzz preset's own runs) and sanitizer
 #         (these two: a sanitized build does not register them either).
 #   asan-core  the same without LibTorch (core, dl-launch, the data layer and their tests): what
 #         the suite runs in CI, whose cold build of the LibTorch files under ASan would not fit

@@ -1,0 +1,163 @@
+#!/usr/bin/env bash
+# The oldest-platform build test: the tree built by the oldest toolchain and libraries the suite can
+# reach, the nearest to the image's Ubuntu 20.04, in the Debian bullseye chroot that
+# env/oldest-chroot.sh prepares (g++-9, libcurl 7.74, spdlog 1.8/fmt 7, OpenCV 4.5, Boost 1.74,
+# nlohmann/json 3.9, libjpeg-turbo 2.0.6 built with the jpeg8 ABI as Ubuntu's), warnings as errors:
+#   * everything that needs no LibTorch (core, dl-launch, the data and report layers, dl_loader's
+#     module, their tests) is built against the jpeg8 libjpeg-turbo, and the unit tests run there
+#     (the JPEG tests compare our decoding with that libjpeg's own, byte for byte);
+#   * a private bucket of s3rver (on 127.0.0.1, started here) is read through libcurl 7.74 with
+#     the build's own request signing, and the same read without credentials is refused;
+#   * every translation unit that includes LibTorch is compiled against LibTorch 1.13's headers
+#     (compile, not link: there is no LibTorch for bullseye).
+# ccache keeps its cache in CACHE_DIR/ccache, so a run with the chroot present compiles little.
+#
+#   tests/oldest_build/oldest_build.sh [CACHE_DIR]      (default: /var/cache/dl-tools/oldest-chroot)
+#
+# Exit codes: 0 passed; 77 skipped because the chroot cannot be made without Debian's archive
+# (the reason is printed); anything else failed (not root and a missing debootstrap included).
+set -euo pipefail
+
+src=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+cache=${1:-/var/cache/dl-tools/oldest-chroot}
+chroot_dir=$cache/root
+s3rver_dir=${DL_S3RVER_DIR:-/var/cache/dl-tools/s3rver}
+s3rver_version=3.7.1 # as tests/python/remote_test.py
+started=$SECONDS
+step_started=
+step() {
+  [ -n "$step_started" ] && echo "oldest-build: [$((SECONDS - step_started)) s] done"
+  step_started=$SECONDS
+  echo "oldest-build: == $* =="
+}
+say() { echo "oldest-build:   $*"; }
+fail() {
+  echo "oldest-build: FAILED: $*" >&2
+  exit 1
+}
+
+step "chroot (env/oldest-chroot.sh $cache)"
+rc=0
+"$src/env/oldest-chroot.sh" "$cache" || rc=$?
+if [ "$rc" -eq 77 ]; then
+  echo "SKIPPED: the bullseye chroot cannot be made: Debian's archive is unreachable"
+  exit 77
+fi
+[ "$rc" -eq 0 ] || fail "env/oldest-chroot.sh ended with exit $rc"
+
+# One test run per cache at a time: the mount points and the build folders are shared.
+exec 8>"$cache/.test-lock"
+flock 8
+
+# Mounts and the s3rver process, undone on every way out (deepest mount first).
+mounts=()
+s3rver_pid=
+work=$(mktemp -d)
+cleanup() {
+  local i
+  [ -z "$s3rver_pid" ] || kill "$s3rver_pid" 2>/dev/null || true
+  for ((i = ${#mounts[@]} - 1; i >= 0; i--)); do
+    umount "${mounts[i]}" 2>/dev/null || umount -l "${mounts[i]}" || true
+  done
+  rm -rf "$work"
+}
+trap cleanup EXIT
+mount_into() { # mount options..., then the target inside the chroot
+  local target=$chroot_dir${*: -1}
+  mkdir -p "$target"
+  mount "${@:1:$#-1}" "$target"
+  mounts+=("$target")
+}
+mkdir -p "$cache/ccache"
+mount_into -t proc proc /proc
+mount_into --bind /dev /dev
+mount_into --bind "$src" /src
+mount -o remount,bind,ro "$chroot_dir/src"
+mount_into --bind "$cache/ccache" /ccache
+
+# in_chroot COMMAND...: runs in the chroot with a clean environment (the carried CMake first on
+# PATH), without the lock's descriptor.
+in_chroot() {
+  chroot "$chroot_dir" /usr/bin/env -i PATH=/opt/cmake/bin:/usr/local/bin:/usr/bin:/bin HOME=/root \
+    LC_ALL=C.UTF-8 CCACHE_DIR=/ccache CCACHE_BASEDIR=/src CCACHE_MAXSIZE=3G CI=true "$@" 8>&-
+}
+logs=$chroot_dir/build-logs
+rm -rf "$chroot_dir/build" "$logs"
+mkdir -p "$logs"
+echo "oldest-build: logs in $logs"
+
+version_of() { in_chroot dpkg-query -W -f '${Version}' "$1" 2>/dev/null || echo "?"; }
+compiler=$(in_chroot g++-9 --version | head -1)
+jpeg=$(printf '#include <stdio.h>\n#include <jpeglib.h>\nJPEG_LIB_VERSION LIBJPEG_TURBO_VERSION\n' |
+  in_chroot cpp-9 -P -I/opt/jpeg8/include - | tail -1)
+say "$compiler; CMake $(in_chroot cmake --version | sed -n '1s/cmake version //p')"
+say "libcurl $(in_chroot curl-config --version | cut -d' ' -f2), spdlog $(version_of libspdlog-dev)," \
+  "fmt $(version_of libfmt-dev), OpenCV $(version_of libopencv-dev), Boost $(version_of libboost-dev)," \
+  "nlohmann/json $(version_of nlohmann-json3-dev)"
+say "libjpeg-turbo ${jpeg#* } in /opt/jpeg8, JPEG_LIB_VERSION ${jpeg%% *}"
+[ "${jpeg%% *}" = 80 ] || fail "the chroot's libjpeg-turbo is not the jpeg8 ABI (JPEG_LIB_VERSION ${jpeg%% *})"
+
+common=(-G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_C_COMPILER=gcc-9 -DCMAKE_CXX_COMPILER=g++-9
+  -DDL_WERROR=ON -DJPEG_INCLUDE_DIR=/opt/jpeg8/include -DJPEG_LIBRARY=/opt/jpeg8/lib/libjpeg.so
+  -DDL_TEST_PYTHON=/usr/bin/python3)
+
+step "build without LibTorch (g++-9, the jpeg8 libjpeg-turbo): core, dl-launch, data, report, tests"
+in_chroot cmake -S /src -B /build/core "${common[@]}" -DCMAKE_DISABLE_FIND_PACKAGE_Torch=ON \
+  >"$logs/configure-core.log" 2>&1 ||
+  { tail -30 "$logs/configure-core.log" >&2; fail "configure (log: $logs/configure-core.log)"; }
+grep -q 'dl::data: libjpeg-turbo found' "$logs/configure-core.log" ||
+  fail "the build did not take the jpeg8 libjpeg-turbo for partial decoding (log: $logs/configure-core.log)"
+in_chroot ccache --zero-stats >/dev/null
+# -k 0: every file that fails is reported, not the first one only.
+in_chroot cmake --build /build/core --parallel "$(nproc)" -- -k 0 >"$logs/build-core.log" 2>&1 ||
+  { grep -m 30 -E 'error|warning|undefined reference' "$logs/build-core.log" >&2 || tail -30 "$logs/build-core.log" >&2
+    fail "build (log: $logs/build-core.log)"; }
+say "$(grep -c '^\[[0-9]*/[0-9]*\]' "$logs/build-core.log") build steps; ccache: $(in_chroot ccache --print-stats 2>/dev/null |
+  awk -F'\t' '$1 ~ /^(direct_cache_hit|preprocessed_cache_hit|cache_miss)$/ {printf "%s %s ", $1, $2}')"
+data_tests=/build/core/tests/unit/data/dl_data_unit_tests
+[ -x "$chroot_dir$data_tests" ] || fail "$data_tests was not built"
+in_chroot ldd "$data_tests" | grep -q 'libjpeg\.so\.8 => /opt/jpeg8/lib/' ||
+  fail "$data_tests does not load the jpeg8 libjpeg (/opt/jpeg8/lib/libjpeg.so.8): $(in_chroot ldd "$data_tests" | grep jpeg)"
+say "the data layer's tests load $(in_chroot ldd "$data_tests" | grep -o 'libjpeg\.so\.8 => [^ ]*')"
+
+step "unit tests (ctest -L unit)"
+ctest_rc=0
+in_chroot ctest --test-dir /build/core -L unit --output-on-failure --parallel "$(nproc)" \
+  >"$logs/ctest.log" 2>&1 || ctest_rc=$?
+grep -E 'tests passed|tests failed|Total Test time' "$logs/ctest.log" | sed 's/^/oldest-build:   /'
+for group in JpegEntropy JpegRegion Transform Loader; do
+  n=$(grep -cE "Test +#[0-9]+: ${group}[A-Za-z]*\." "$logs/ctest.log" || true)
+  passed=$(grep -E "Test +#[0-9]+: ${group}[A-Za-z]*\." "$logs/ctest.log" | grep -c ' Passed' || true)
+  say "$group*: $passed of $n passed"
+  [ "$n" -gt 0 ] || fail "no $group test ran against the jpeg8 libjpeg-turbo (log: $logs/ctest.log)"
+done
+if [ "$ctest_rc" -ne 0 ]; then
+  grep -E '\*\*\*Failed|Exception|\(Failed\)|\(Timeout\)' "$logs/ctest.log" >&2 || true
+  fail "ctest (log: $logs/ctest.log)"
+fi
+
+step "LibTorch's translation units compiled against LibTorch 1.13's headers (no link)"
+in_chroot cmake -S /src -B /build/torch "${common[@]}" \
+  -DTorch_DIR=/src/tests/oldest_build/torch-compile-only >"$logs/configure-torch.log" 2>&1 ||
+  { tail -30 "$logs/configure-torch.log" >&2; fail "configure (log: $logs/configure-torch.log)"; }
+grep -q 'LibTorch not found' "$logs/configure-torch.log" &&
+  fail "the compile-only LibTorch was not found (log: $logs/configure-torch.log)"
+# The object files of the translation units whose command names LibTorch's headers: the rest were
+# compiled, linked and tested above.
+in_chroot python3 -c '
+import json
+for entry in json.load(open("/build/torch/compile_commands.json")):
+    if "/opt/libtorch-1.13/include" in entry["command"]:
+        print(entry["output"])  # relative to the build folder: a ninja target
+' >"$logs/torch-objects.txt" || fail "reading /build/torch/compile_commands.json"
+objects=$(wc -l <"$logs/torch-objects.txt")
+[ "$objects" -ge 50 ] || fail "only $objects translation units include LibTorch: expected the trainer's (log: $logs/torch-objects.txt)"
+in_chroot sh -c 'cd /build/torch && xargs ninja -k 0 <"$1"' sh "/build-logs/torch-objects.txt" \
+  >"$logs/build-torch.log" 2>&1 ||
+  { grep -m 30 -E 'error|warning' "$logs/build-torch.log" >&2 || tail -30 "$logs/build-torch.log" >&2
+    fail "compiling LibTorch's translation units (log: $logs/build-torch.log)"; }
+say "$objects translation units compiled with $compiler against LibTorch $(awk '/^#define TORCH_VERSION_(MAJOR|MINOR|PATCH) / {printf "%s%s", sep, $3; sep = "."}' \
+  "$chroot_dir/opt/libtorch-1.13/include/torch/csrc/api/include/torch/version.h")"
+
+echo "oldest-build: [$((SECONDS - step_started)) s] done"
+echo "oldest-build: passed in $((SECONDS - started)) s"
