@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # The README's test command: installs what is missing, builds the release preset (env/build.sh;
-# where CI=true, compiler warnings are errors), runs the test suite (ctest --preset release).
+# where CI=true, compiler warnings are errors), runs the test suite (ctest --preset release), and
+# installs the programs and the Python modules (env/install.sh: /usr/local as root, ~/.local
+# otherwise), saying where.
 # dl-train needs LibTorch: where it was not built, the last line says so and why, and the exit
 # status is non-zero even when every test passed, unless --launcher-only accepts a build and a
 # test of dl-launch alone.
@@ -8,7 +10,8 @@
 #   env/test.sh [--launcher-only] [extra ctest arguments, e.g. -L unit or -LE slow]
 #
 # Exit status: ctest's when a test failed; otherwise 70 when dl-train was not built (without
-# --launcher-only), else 0. A failing install or build passes its own code on.
+# --launcher-only), else 0. A failing install or build passes its own code on (the install's only
+# when every test passed).
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -28,6 +31,9 @@ build=$root/build/release
 
 rc=0
 (cd "$root" && ctest --preset release --parallel "$(nproc)" "${ctest_args[@]}") || rc=$?
+install_rc=0
+"$root/env/install.sh" "$build" || install_rc=$?
+[ "$rc" -ne 0 ] || rc=$install_rc
 
 # The build system knows a dl-train target only where LibTorch was found (a file left by an
 # earlier build does not count).
