@@ -23,9 +23,10 @@ try:
     from dl_loader import _core
 except ImportError as error:  # the Python files without the compiled module
     raise ImportError(
-        "dl_loader's compiled module (_core) is missing: build the project (env/build.sh "
-        "release puts it in build/release/python) or use the image's dl environment; "
-        f"({error})") from None
+        "dl_loader's compiled module (_core) is missing beside these files: install it "
+        "(bash env/demo.sh or env/test.sh build and install it for /usr/bin/python3), use "
+        "the build's copy (PYTHONPATH=build/<preset>/python after env/build.sh <preset>) or "
+        f"the image's dl environment ({error})") from None
 
 from dl_loader._sampling import epoch_indices
 
