@@ -4,6 +4,8 @@
 #include <cctype>
 #include <cstdio>
 #include <fstream>
+#include <tuple>
+#include <utility>
 
 #include "data/data_error.h"
 
@@ -45,12 +47,36 @@ std::map<std::string, std::string> ini_section(const std::string& path,
   return out;
 }
 
-// The key as a URL path: RFC 3986's unreserved characters and '/' as they are, the rest %XX.
-std::string encode_path(const std::string& key) {
+// An endpoint URL's authority as the Host header carries it (libcurl leaves out the scheme's
+// default port) and its own path ("" or "/prefix"). Without a scheme, libcurl guesses http.
+std::pair<std::string, std::string> endpoint_host_and_path(const std::string& endpoint) {
+  const std::size_t sep = endpoint.find("://");
+  std::string scheme = sep == std::string::npos ? "http" : endpoint.substr(0, sep);
+  for (char& c : scheme) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  const std::string rest = sep == std::string::npos ? endpoint : endpoint.substr(sep + 3);
+  const std::size_t slash = rest.find('/');
+  std::string host = rest.substr(0, slash);
+  const std::string path = slash == std::string::npos ? std::string() : rest.substr(slash);
+  const std::string default_port = scheme == "https" ? ":443" : scheme == "http" ? ":80" : "";
+  if (!default_port.empty() && host.size() > default_port.size() &&
+      host.compare(host.size() - default_port.size(), default_port.size(), default_port) == 0) {
+    host.resize(host.size() - default_port.size());
+  }
+  return {host, path};
+}
+
+}  // namespace
+
+std::string uri_encode(std::string_view text, bool keep_slash) {
   std::string out;
-  for (const unsigned char c : key) {
-    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~' || c == '/') {
-      out += static_cast<char>(c);
+  out.reserve(text.size());
+  for (const char ch : text) {
+    const auto c = static_cast<unsigned char>(ch);
+    // ASCII only, whatever the locale says is alphanumeric.
+    const bool unreserved = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') ||
+                            (c >= '0' && c <= '9') || c == '-' || c == '_' || c == '.' || c == '~';
+    if (unreserved || (keep_slash && c == '/')) {
+      out += ch;
     } else {
       char hex[4];
       std::snprintf(hex, sizeof hex, "%%%02X", c);
@@ -59,8 +85,6 @@ std::string encode_path(const std::string& key) {
   }
   return out;
 }
-
-}  // namespace
 
 S3Request s3_request(const std::string& s3_url, const std::map<std::string, std::string>& env) {
   const std::string rest = s3_url.rfind("s3://", 0) == 0 ? s3_url.substr(5) : s3_url;
@@ -102,9 +126,16 @@ S3Request s3_request(const std::string& s3_url, const std::map<std::string, std:
   std::string endpoint = get(env, "AWS_ENDPOINT_URL_S3");
   if (endpoint.empty()) endpoint = get(env, "AWS_ENDPOINT_URL");
   while (!endpoint.empty() && endpoint.back() == '/') endpoint.pop_back();
-  r.url = endpoint.empty()
-              ? "https://" + bucket + ".s3." + r.region + ".amazonaws.com/" + encode_path(key)
-              : endpoint + "/" + bucket + "/" + encode_path(key);
+  if (endpoint.empty()) {
+    r.host = bucket + ".s3." + r.region + ".amazonaws.com";
+    r.path = "/" + key;
+    r.url = "https://" + r.host + uri_encode(r.path, true);
+  } else {
+    std::string prefix;
+    std::tie(r.host, prefix) = endpoint_host_and_path(endpoint);
+    r.path = prefix + "/" + bucket + "/" + key;
+    r.url = endpoint + "/" + bucket + "/" + uri_encode(key, true);
+  }
   return r;
 }
 
