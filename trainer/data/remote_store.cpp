@@ -18,7 +18,10 @@
 #ifdef DL_HAVE_CURL
 #include <curl/curl.h>
 
+#include <ctime>
 #include <mutex>
+
+#include "data/s3_sign.h"
 #endif
 
 namespace dl::data {
@@ -51,10 +54,6 @@ void init_curl() {
   static std::once_flag once;
   std::call_once(once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
 }
-
-// SHA-256 of the empty body: a GET's x-amz-content-sha256, which S3 requires of signed requests.
-constexpr const char* kEmptySha256 =
-    "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
 
 // Where one attempt's body goes: into the memory file from `start` (the bytes earlier attempts
 // got, asked for again with a Range), or from 0 when the server ignores the Range.
@@ -157,7 +156,10 @@ Attempt attempt(const std::string& url, const S3Request* s3, const RemoteOptions
   curl_easy_setopt(curl, CURLOPT_URL, url.c_str());
   curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, error);
   curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
-  curl_easy_setopt(curl, CURLOPT_FOLLOWLOCATION, 1L);
+  // A signed request names its host, so no redirect can carry it (and its session token stays
+  // with the host it was meant for): a 3xx answer is then the error it reports.
+  const bool signing = s3 != nullptr && !s3->access_key.empty();
+  curl_easy_setopt(curl, CURLOPT_FOLLOWLOCATION, signing ? 0L : 1L);
   curl_easy_setopt(curl, CURLOPT_MAXREDIRS, 5L);
 #if LIBCURL_VERSION_NUM >= 0x075500
   curl_easy_setopt(curl, CURLOPT_PROTOCOLS_STR, "http,https");
@@ -175,27 +177,27 @@ Attempt attempt(const std::string& url, const S3Request* s3, const RemoteOptions
   curl_easy_setopt(curl, CURLOPT_WRITEDATA, &sink);
   const std::string range = std::to_string(sink.start) + "-";
   if (sink.start > 0) curl_easy_setopt(curl, CURLOPT_RANGE, range.c_str());
-  std::string userpwd;
-  std::string sigv4;
-  std::string token;
-  if (s3 != nullptr && !s3->access_key.empty()) {
-#if LIBCURL_VERSION_NUM >= 0x074b00
-    sigv4 = "aws:amz:" + s3->region + ":s3";
-    userpwd = s3->access_key + ":" + s3->secret_key;
-    curl_easy_setopt(curl, CURLOPT_AWS_SIGV4, sigv4.c_str());
-    curl_easy_setopt(curl, CURLOPT_USERPWD, userpwd.c_str());
-    headers =
-        curl_slist_append(headers, (std::string("x-amz-content-sha256: ") + kEmptySha256).c_str());
-    if (!s3->session_token.empty()) {
-      token = "x-amz-security-token: " + s3->session_token;
-      headers = curl_slist_append(headers, token.c_str());
+  if (signing) {
+    // Signed at the attempt's time (S3 refuses a request more than 15 minutes off); the Range
+    // libcurl adds is not signed, which S3 allows.
+    SigV4Request request;
+    request.host = s3->host;
+    request.path = s3->path;
+    request.time = std::time(nullptr);
+    SigV4Key key;
+    key.region = s3->region;
+    key.access_key = s3->access_key;
+    key.secret_key = s3->secret_key;
+    key.session_token = s3->session_token;
+    try {
+      for (const auto& [name, value] : sign_sigv4(request, key).headers) {
+        headers = curl_slist_append(headers, (name + ": " + value).c_str());
+      }
+    } catch (...) {
+      curl_slist_free_all(headers);
+      curl_easy_cleanup(curl);
+      throw;
     }
-#else
-    curl_easy_cleanup(curl);
-    throw DataError(url + ": this build's libcurl (" LIBCURL_VERSION
-                          ") cannot sign S3 requests (7.75 or newer can); unset the AWS "
-                          "credentials to read a public bucket");
-#endif
   }
   if (headers != nullptr) curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers);
   Attempt a;
@@ -288,10 +290,6 @@ bool remote_reads_available() {
   return true;
 }
 
-bool s3_signing_available() {
-  return LIBCURL_VERSION_NUM >= 0x074b00;
-}
-
 #else  // no libcurl
 
 RemoteObject fetch_object(const std::string& url, const RemoteOptions&) {
@@ -301,10 +299,6 @@ RemoteObject fetch_object(const std::string& url, const RemoteOptions&) {
 }
 
 bool remote_reads_available() {
-  return false;
-}
-
-bool s3_signing_available() {
   return false;
 }
 

@@ -1,12 +1,14 @@
 // Objects read whole from HTTP(S) servers and S3-compatible stores, for shards: libcurl does the
-// transport (and, from 7.75, S3's SigV4 signing); this file decides what to ask for and when to
-// ask again. A download lands in an anonymous memory file (memfd), so the tar listing and the
-// sample reads that work on a local shard's descriptor work on it unchanged.
+// transport, s3_sign.h signs s3:// requests (with any libcurl: the image's 7.68 has no SigV4 of
+// its own); this file decides what to ask for and when to ask again. A download lands in an
+// anonymous memory file (memfd), so the tar listing and the sample reads that work on a local
+// shard's descriptor work on it unchanged.
 //
 // s3:// URLs are addressed and signed as s3_request.h says.
 //
-// Everything a server sends is untrusted: only http and https are spoken (redirects too), an
-// object has at most RemoteOptions::max_bytes, and a status is reported, never a body.
+// Everything a server sends is untrusted: only http and https are spoken (redirects too; a signed
+// s3:// request follows none), an object has at most RemoteOptions::max_bytes, and a status is
+// reported, never a body.
 #pragma once
 
 #include <cstdint>
@@ -51,9 +53,7 @@ RemoteObject fetch_object(const std::string& url, const RemoteOptions& options =
 // A small object's text (a shard list), at most 16 MiB.
 std::string fetch_text(const std::string& url, const RemoteOptions& options = {});
 
-// Whether this build can read remote objects (it was built with libcurl), and, where it was
-// built with a libcurl older than 7.75, that s3:// requests cannot be signed.
+// Whether this build can read remote objects (it was built with libcurl and OpenSSL).
 bool remote_reads_available();
-bool s3_signing_available();
 
 }  // namespace dl::data
