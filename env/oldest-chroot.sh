@@ -9,8 +9,9 @@
 #     every compiler and program it starts is the chroot's.
 #   * libjpeg-turbo with the jpeg8 ABI (JPEG_LIB_VERSION 80, as Ubuntu's libjpeg-turbo8 on every
 #     release): bullseye's own source package (2.0.6, the nearest to 20.04's 2.0.3), fetched with
-#     apt-get source and built with -DWITH_JPEG8=1 into /opt/jpeg8. Debian's libjpeg-dev (jpeg62)
-#     is not installed, so nothing in the chroot can compile against the other ABI by mistake.
+#     apt-get source and built with -DWITH_JPEG8=1 into /opt/jpeg8. libopencv-dev brings Debian's
+#     libjpeg-dev (jpeg62) along, so tests/oldest_build names the jpeg8 one to the build and checks
+#     that what it built loads libjpeg.so.8.
 #   * LibTorch 1.13's headers, for compiling only: bookworm's libtorch-dev (1.13.1; no LibTorch is
 #     built for bullseye) and libgloo-dev, fetched through a private apt configuration (the
 #     chroot's own sources stay bullseye's) and unpacked into /opt/libtorch-1.13/include, with
@@ -33,7 +34,7 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 source "$here/versions.env"
 # shellcheck source=chroot-lib.sh
 source "$here/chroot-lib.sh"
-# The native build's libraries but Debian's libjpeg-dev (jpeg62): the jpeg8 one is built below.
+# The native build's libraries but libjpeg-dev (jpeg62): the jpeg8 one is built below.
 # shellcheck disable=SC2206
 packages=($OLDEST_CHROOT_BUILD_PACKAGES $NATIVE_REMOTE_PACKAGES $NATIVE_PYTHON_MODULE_PACKAGES)
 for p in $NATIVE_LIB_PACKAGES; do
@@ -73,7 +74,7 @@ in_tmp sh -ec '
   apt-get source -q libjpeg-turbo
   cd libjpeg-turbo-*/
   CC=gcc-9 /opt/cmake/bin/cmake -G Ninja -B build -DCMAKE_BUILD_TYPE=Release -DCMAKE_INSTALL_PREFIX=/opt/jpeg8 \
-    -DCMAKE_INSTALL_LIBDIR=lib -DWITH_JPEG8=1 -DENABLE_STATIC=0
+    -DCMAKE_INSTALL_LIBDIR=/opt/jpeg8/lib -DWITH_JPEG8=1 -DENABLE_STATIC=0
   ninja -C build install
   cd /opt/src && rm -rf libjpeg-turbo*' >"$chroot_logs/jpeg8.log" 2>&1 ||
   chroot_fail "building libjpeg-turbo (jpeg8)" "$chroot_logs/jpeg8.log"

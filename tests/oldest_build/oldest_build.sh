@@ -6,8 +6,10 @@
 #   * everything that needs no LibTorch (core, dl-launch, the data and report layers, dl_loader's
 #     module, their tests) is built against the jpeg8 libjpeg-turbo, and the unit tests run there
 #     (the JPEG tests compare our decoding with that libjpeg's own, byte for byte);
-#   * a private bucket of s3rver (on 127.0.0.1, started here) is read through libcurl 7.74 with
-#     the build's own request signing, and the same read without credentials is refused;
+#   * a private bucket (s3rver behind tests/helpers/s3_auth_proxy.py, which checks each request's
+#     signature with botocore, on 127.0.0.1) is read through libcurl 7.74 with the build's own
+#     request signing, and the same read without credentials, or with a wrong secret or region,
+#     is refused;
 #   * every translation unit that includes LibTorch is compiled against LibTorch 1.13's headers
 #     (compile, not link: there is no LibTorch for bullseye).
 # ccache keeps its cache in CACHE_DIR/ccache, so a run with the chroot present compiles little.
@@ -52,10 +54,12 @@ flock 8
 # Mounts and the s3rver process, undone on every way out (deepest mount first).
 mounts=()
 s3rver_pid=
+proxy_pid=
 work=$(mktemp -d)
 cleanup() {
   local i
   [ -z "$s3rver_pid" ] || kill "$s3rver_pid" 2>/dev/null || true
+  [ -z "$proxy_pid" ] || kill "$proxy_pid" 2>/dev/null || true
   for ((i = ${#mounts[@]} - 1; i >= 0; i--)); do
     umount "${mounts[i]}" 2>/dev/null || umount -l "${mounts[i]}" || true
   done
@@ -135,6 +139,57 @@ if [ "$ctest_rc" -ne 0 ]; then
   grep -E '\*\*\*Failed|Exception|\(Failed\)|\(Timeout\)' "$logs/ctest.log" >&2 || true
   fail "ctest (log: $logs/ctest.log)"
 fi
+
+step "a private S3 bucket read through libcurl 7.74 (s3rver $s3rver_version on 127.0.0.1)"
+fetch=/build/core/tests/remote_fetch
+[ -x "$chroot_dir$fetch" ] || fail "$fetch was not built (no libcurl found in the chroot?)"
+s3rver=$s3rver_dir/node_modules/.bin/s3rver
+if [ ! -x "$s3rver" ]; then
+  command -v npm >/dev/null 2>&1 ||
+    fail "s3rver is not in $s3rver_dir and npm is missing (env/install-native.sh installs node and npm)"
+  npm install --prefix "$s3rver_dir" --no-audit --no-fund --silent "s3rver@$s3rver_version" \
+    >"$logs/npm.log" 2>&1 || fail "npm install s3rver@$s3rver_version (log: $logs/npm.log)"
+fi
+# s3rver checks no signature and no access: tests/helpers/s3_auth_proxy.py in front of it makes
+# the bucket private, refusing what botocore (AWS's own SDK) does not find signed by S3RVER/S3RVER.
+port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+"$s3rver" -d "$work/s3" -a 127.0.0.1 -p "$port" --configure-bucket private --silent \
+  >"$logs/s3rver.log" 2>&1 &
+s3rver_pid=$!
+python3 "$src/tests/helpers/s3_auth_proxy.py" --upstream "http://127.0.0.1:$port" \
+  --port-file "$work/proxy-port" --access-key S3RVER --secret-key S3RVER >"$logs/proxy.log" 2>&1 &
+proxy_pid=$!
+head -c 300000 /dev/urandom >"$work/object.bin"
+# Put with this machine's curl (--aws-sigv4) straight to s3rver: the read below is the bullseye
+# build's own signing. --retry-connrefused waits for s3rver to listen.
+curl -sSf --retry 50 --retry-connrefused --retry-delay 1 --aws-sigv4 "aws:amz:us-east-1:s3" \
+  --user S3RVER:S3RVER -H "x-amz-content-sha256: UNSIGNED-PAYLOAD" -T "$work/object.bin" \
+  "http://127.0.0.1:$port/private/set/object.bin" >"$logs/put.log" 2>&1 ||
+  fail "uploading to s3rver (log: $logs/put.log, $logs/s3rver.log)"
+for _ in $(seq 300); do
+  [ -s "$work/proxy-port" ] || ! kill -0 "$proxy_pid" 2>/dev/null && break
+  sleep 0.1 # the proxy writes its port file once it listens
+done
+[ -s "$work/proxy-port" ] || fail "s3_auth_proxy.py did not start (log: $logs/proxy.log)"
+s3=(AWS_ENDPOINT_URL="http://127.0.0.1:$(cat "$work/proxy-port")" AWS_REGION=us-east-1 AWS_MAX_ATTEMPTS=1)
+in_chroot "${s3[@]}" AWS_ACCESS_KEY_ID=S3RVER AWS_SECRET_ACCESS_KEY=S3RVER "$fetch" \
+  s3://private/set/object.bin >"$work/signed.bin" 2>"$logs/signed.log" ||
+  { cat "$logs/signed.log" >&2; fail "the signed read of s3://private/set/object.bin"; }
+cmp -s "$work/object.bin" "$work/signed.bin" ||
+  fail "the signed read of s3://private/set/object.bin returned other bytes ($(stat -c %s "$work/signed.bin") of 300000)"
+say "signed read (libcurl $(in_chroot curl-config --version | cut -d' ' -f2)): 300000 bytes, the same as uploaded"
+# expect_refused NAME VARIABLES...: the read with those credentials ends with exit 65 and HTTP 403.
+expect_refused() {
+  local name=$1 rc=0
+  shift
+  in_chroot "${s3[@]}" "$@" "$fetch" s3://private/set/object.bin >/dev/null 2>"$logs/$name.log" || rc=$?
+  [ "$rc" -eq 65 ] && grep -q 'HTTP 403' "$logs/$name.log" ||
+    fail "the $name read: exit $rc, expected 65 and HTTP 403: $(cat "$logs/$name.log")"
+  say "$name read refused: $(head -1 "$logs/$name.log")"
+}
+expect_refused anonymous
+expect_refused wrong-secret AWS_ACCESS_KEY_ID=S3RVER AWS_SECRET_ACCESS_KEY=not-the-secret
+expect_refused wrong-region AWS_ACCESS_KEY_ID=S3RVER AWS_SECRET_ACCESS_KEY=S3RVER AWS_REGION=eu-west-1
 
 step "LibTorch's translation units compiled against LibTorch 1.13's headers (no link)"
 in_chroot cmake -S /src -B /build/torch "${common[@]}" \
