@@ -91,8 +91,9 @@ try:
     import dl_plan
 except ImportError as e:
     fail(f"the companion module dl_plan cannot be imported ({e}); dl-launch puts it on "
-         "PYTHONPATH, the image installs it; alone, from a checkout: PYTHONPATH=<checkout>/python "
-         "or pip install <checkout>/python (docs/python.md)", 69)
+         "PYTHONPATH, the image and a checkout's env/demo.sh or env/test.sh install it; alone, "
+         "from a checkout: PYTHONPATH=<checkout>/python or pip install <checkout>/python "
+         "(docs/python.md)", 69)
 
 
 # ---------------------------------------------------------------------------------------------
