@@ -6,15 +6,20 @@ http://, s3:// and the local path give the same batches; that a connection dropp
 slow server and a 503 burst are retried to the same batches, a line a retry; that 403, 404, a
 server that stays down and a port nobody listens on are one line naming the URL and a distinct
 exit code; that a remote list may not name local files; and that dl-train trains two ranks from
-s3:// to the same loss and accuracy as from the same shards on the local disk.
+s3:// to the same loss and accuracy as from the same shards on the local disk. s3rver checks no
+signatures, so a private bucket in front of it (tests/helpers/s3_auth_proxy.py, which checks
+SigV4 with botocore) shows that our signed reads are accepted and unsigned or wrongly signed ones
+refused.
 
     remote_test.py --module-dir <build>/python --dl-train <build>/trainer/dl-train
                    --dl-launch <build>/launcher/dl-launch [unittest args]
 
-Prints the fault table (FIGURE lines). Exit 77 (SKIPPED) without torch, PIL or node.
+Prints the fault table (FIGURE lines). Exit 77 (SKIPPED) without torch, PIL or node; the private
+bucket's tests skip without botocore (python3-botocore).
 """
 
 import argparse
+import importlib.util
 import logging
 import os
 import re
@@ -36,6 +41,7 @@ DL_TRAIN = os.path.abspath(opts.dl_train)
 DL_LAUNCH = os.path.abspath(opts.dl_launch)
 HERE = os.path.dirname(os.path.abspath(__file__))
 FAULT_SERVER = os.path.join(HERE, "..", "helpers", "fault_http_server.py")
+AUTH_PROXY = os.path.join(HERE, "..", "helpers", "s3_auth_proxy.py")
 S3RVER_DIR = os.environ.get("DL_S3RVER_DIR", "/var/cache/dl-tools/s3rver")
 S3RVER_VERSION = "3.7.1"
 
@@ -136,6 +142,7 @@ class Servers(unittest.TestCase):
             f.write(os.path.join(cls.shards, cls.names[0]) + "\n")
         cls.http = cls.start_fault_server(["--root", os.path.join(cls.dir, "www")])
         cls.s3 = None
+        cls.s3_private = None
         program = s3rver_program()
         if program is not None and shutil.which("curl") is not None:
             port = free_port()
@@ -153,14 +160,25 @@ class Servers(unittest.TestCase):
                                 f"http://127.0.0.1:{port}/shards/set/{name}"],
                                check=True, capture_output=True, timeout=60)
             cls.s3_relay = cls.start_fault_server(["--upstream", f"http://127.0.0.1:{port}"])
+            # The same bucket made private: only requests signed with S3RVER/S3RVER for
+            # us-east-1 get through.
+            if importlib.util.find_spec("botocore") is not None:
+                cls.s3_private = cls.start_helper(
+                    AUTH_PROXY, ["--upstream", f"http://127.0.0.1:{port}", "--access-key",
+                                 "S3RVER", "--secret-key", "S3RVER", "--region", "us-east-1"])
 
     @classmethod
     def start_fault_server(cls, args):
+        return cls.start_helper(FAULT_SERVER, args)
+
+    @classmethod
+    def start_helper(cls, script, args):
+        """A helper server (tests/helpers) on a free port, which it writes to a port file."""
         port_file = os.path.join(cls.dir, f"port-{len(cls.procs)}")
-        proc = subprocess.Popen([sys.executable, FAULT_SERVER, *args, "--port-file", port_file],
+        proc = subprocess.Popen([sys.executable, script, *args, "--port-file", port_file],
                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         cls.procs.append(proc)
-        return wait_for_port_file(port_file, proc, "fault_http_server")
+        return wait_for_port_file(port_file, proc, os.path.basename(script))
 
     @classmethod
     def tearDownClass(cls):
@@ -190,6 +208,13 @@ class Servers(unittest.TestCase):
     def need_s3(self):
         if self.s3 is None:
             self.skipTest(f"s3rver {S3RVER_VERSION} could not be installed from the npm registry")
+
+    def need_private_bucket(self):
+        self.need_s3()
+        if self.s3_private is None:
+            self.skipTest(f"{sys.executable} lacks botocore (python3-botocore), which the private "
+                          "bucket (tests/helpers/s3_auth_proxy.py) checks signatures with")
+        os.environ["AWS_ENDPOINT_URL"] = f"http://127.0.0.1:{self.s3_private}"
 
     def url(self, fault="", what=None):
         prefix = f"http://127.0.0.1:{self.http}" + (f"/{fault}" if fault else "")
@@ -313,6 +338,48 @@ class S3Test(Servers):
             figure("s3:// unknown access key", str(caught.exception))
         finally:
             os.environ.pop("AWS_MAX_ATTEMPTS", None)
+
+    def test_a_private_bucket_gives_signed_reads_the_local_batches(self):
+        self.need_private_bucket()
+        self.assert_same_batches(f"s3://shards/set/{self.pattern}")
+        self.assert_same_batches("s3://shards/set/set.shards")
+        figure("s3:// private bucket, signed", "accepted (botocore's SigV4 agrees), same batches")
+
+    def assert_refused_by_the_private_bucket(self, name):
+        """dl_loader and dl-train both refused: one line naming a shard and HTTP 403."""
+        # Whichever shard a worker asked for first.
+        said = r"s3://shards/set/train-[0-9]{6}\.tar: HTTP 403 \(access denied\): check the AWS"
+        os.environ["AWS_MAX_ATTEMPTS"] = "2"
+        try:
+            with self.assertRaises(dl_loader.DataError) as caught:
+                self.loader(f"s3://shards/set/{self.pattern}")
+            message = str(caught.exception)
+            self.assertRegex(message, said)
+            self.assertNotIn("\n", message)
+            env = dict(os.environ, DL_RUN_DIR=os.path.join(self.dir, "private-" + name))
+            r = subprocess.run([DL_TRAIN, "--data", f"s3://shards/set/{self.pattern}", "--epochs",
+                                "1", "--monitor-every", "0"], capture_output=True, text=True,
+                               env=env, timeout=120)
+        finally:
+            os.environ.pop("AWS_MAX_ATTEMPTS", None)
+        self.assertEqual(r.returncode, 65, r.stdout + r.stderr)
+        lines = [line for line in (r.stdout + r.stderr).splitlines() if "HTTP 403" in line]
+        self.assertEqual(len(lines), 1, r.stdout + r.stderr)
+        self.assertRegex(lines[0], said)
+        self.assertNotIn("Traceback", r.stderr)
+        figure(f"s3:// private bucket, {name}", message)
+
+    def test_a_private_bucket_refuses_an_unsigned_read(self):
+        self.need_private_bucket()
+        # No keys in the environment (and HOME has no ~/.aws): the reader sends no signature.
+        os.environ.pop("AWS_ACCESS_KEY_ID", None)
+        os.environ.pop("AWS_SECRET_ACCESS_KEY", None)
+        self.assert_refused_by_the_private_bucket("unsigned")
+
+    def test_a_private_bucket_refuses_a_wrong_secret(self):
+        self.need_private_bucket()
+        os.environ["AWS_SECRET_ACCESS_KEY"] = "NOT-S3RVER"  # the right key id, signed wrongly
+        self.assert_refused_by_the_private_bucket("wrong secret")
 
     def test_two_ranks_train_from_s3_as_from_the_local_shards(self):
         self.need_s3()
