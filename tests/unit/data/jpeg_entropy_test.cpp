@@ -197,8 +197,11 @@ TEST(JpegEntropy, CorruptDataDecodesAsLibjpegDecodesIt) {
           bad.resize(at(rng));
           break;
         case 1:  // bits flipped
-          for (int k = 0; k < 1 + variant % 7; ++k)
-            bad[at(rng)] ^= static_cast<std::uint8_t>(1u << (rng() % 8));
+          for (int k = 0; k < 1 + variant % 7; ++k) {
+            // Spelled out: GCC 9's -Wconversion takes `byte ^= byte` for an int narrowed.
+            std::uint8_t& byte = bad[at(rng)];
+            byte = static_cast<std::uint8_t>(byte ^ (1u << (rng() % 8)));
+          }
           break;
         case 2:  // a marker in the middle of the data (a restart marker the header never announced)
           bad.insert(bad.begin() + static_cast<std::ptrdiff_t>(at(rng)),
