@@ -79,7 +79,8 @@ void freeze_modules(model::Model& net, const std::string& setting, bool log) {
   spdlog::info(
       "freeze {}: {} of {} parameter values fixed, with their BatchNorm statistics, in "
       "{}; {} values train",
-      setting, before - after, before, fmt::join(tops, ", "), after);
+      // Joined first: fmt 7 (spdlog 1.8) refuses a join view passed on by reference.
+      setting, before - after, before, fmt::format("{}", fmt::join(tops, ", ")), after);
 }
 
 torch::optim::AdamWOptions adamw_options(const TrainConfig& config) {

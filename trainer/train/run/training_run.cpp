@@ -77,7 +77,8 @@ void remove_interrupted_writes(const TrainingRun& run) {
     const std::vector<std::string> removed = remove_stale_temporaries(path);
     if (!removed.empty()) {
       spdlog::info("removed {} temporary file(s) of an interrupted checkpoint write: {}",
-                   removed.size(), fmt::join(removed, ", "));
+                   // Joined first: fmt 7 (spdlog 1.8) refuses a join view passed on by reference.
+                   removed.size(), fmt::format("{}", fmt::join(removed, ", ")));
     }
   }
 }
