@@ -106,6 +106,11 @@ case ":$PATH:" in
       echo "install.sh: $bin is not on this shell's PATH: add the line $line to $login (then log in again), or now: export $line"
     fi ;;
 esac
+# A python3 first on PATH that is another Python (pyenv's, a venv's) does not see the modules.
+typed=$(command -v python3 || true)
+if [ -n "$pydir" ] && [ "$(readlink -f "$typed")" != "$(readlink -f "$python")" ]; then
+  echo "install.sh: python3 on this shell's PATH is ${typed:-none}, not $python: import dl_plan and dl_loader with $python"
+fi
 # A module folder the Python does not search (a prefix other than /usr/local and ~/.local).
 if [ -n "$pydir" ] && ! "$python" -c 'import sys; sys.exit(sys.argv[1] not in sys.path)' "$pydir"; then
   echo "install.sh: $pydir is not on $python's path: export PYTHONPATH=$pydir"
