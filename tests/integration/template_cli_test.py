@@ -187,7 +187,14 @@ class TrainPyCommandLine(unittest.TestCase):
     # -- the companion module -----------------------------------------------------------------
 
     def test_without_dl_plan_one_line_says_how_to_get_it(self):
-        r = self.run_train(CHEAP, env={"PYTHONPATH": ""})
+        # A dl_plan that fails to import as an absent one does: the machine may have the real one
+        # installed (env/install.sh puts it in the system's site folder), which an empty
+        # PYTHONPATH would not hide.
+        absent = os.path.join(self.root, "absent")
+        os.makedirs(os.path.join(absent, "dl_plan"), exist_ok=True)
+        with open(os.path.join(absent, "dl_plan", "__init__.py"), "w") as f:
+            f.write("raise ModuleNotFoundError(\"No module named 'dl_plan'\", name='dl_plan')\n")
+        r = self.run_train(CHEAP, env={"PYTHONPATH": absent})
         self.assertRefused(r, 69, "dl_plan", "PYTHONPATH", "pip install")
 
     def test_a_bad_plan_value_names_its_source(self):

@@ -199,21 +199,15 @@ in_chroot cmake -S /src -B /build/core -DCMAKE_DISABLE_FIND_PACKAGE_Torch=OFF \
   { tail -30 "$logs/configure-torch.log" >&2; fail "configure (log: $logs/configure-torch.log)"; }
 grep -q 'LibTorch not found' "$logs/configure-torch.log" &&
   fail "the compile-only LibTorch was not found (log: $logs/configure-torch.log)"
-# The object files of the translation units whose command names LibTorch's headers: the rest were
-# compiled, linked and tested above.
-in_chroot python3 -c '
-import json, shlex
-for entry in json.load(open("/build/core/compile_commands.json")):
-    if "/opt/libtorch-1.13/include" in entry["command"]:
-        words = shlex.split(entry["command"])
-        print(words[words.index("-o") + 1])  # relative to the build folder: a ninja target
-' >"$logs/torch-objects.txt" || fail "reading /build/core/compile_commands.json"
-objects=$(wc -l <"$logs/torch-objects.txt")
-[ "$objects" -ge 50 ] || fail "only $objects translation units include LibTorch: expected the trainer's (log: $logs/torch-objects.txt)"
-in_chroot sh -c 'cd /build/core && xargs ninja -k 0 <"$1"' sh "/build-logs/torch-objects.txt" \
-  >"$logs/build-torch.log" 2>&1 ||
-  { grep -m 30 -E 'error|warning' "$logs/build-torch.log" >&2 || tail -30 "$logs/build-torch.log" >&2
+# The translation units whose command names LibTorch's headers: the rest were compiled, linked
+# and tested above.
+in_chroot python3 /src/tests/oldest_build/compile_only.py /build/core /opt/libtorch-1.13/include \
+  "$(nproc)" >"$logs/build-torch.log" 2>&1 ||
+  { grep -A 40 FAILED "$logs/build-torch.log" | grep -m 30 -E 'FAILED|error|warning' >&2 || tail -30 "$logs/build-torch.log" >&2
     fail "compiling LibTorch's translation units (log: $logs/build-torch.log)"; }
+objects=$(grep -c '^\[[0-9]*/[0-9]*\] compiled ' "$logs/build-torch.log")
+[ "$objects" -ge 50 ] ||
+  fail "only $objects translation units include LibTorch: expected the trainer's (log: $logs/build-torch.log)"
 say "$objects translation units compiled with $compiler against LibTorch $(awk '/^#define TORCH_VERSION_(MAJOR|MINOR|PATCH) / {printf "%s%s", sep, $3; sep = "."}' \
   "$chroot_dir/opt/libtorch-1.13/include/torch/csrc/api/include/torch/version.h")"
 

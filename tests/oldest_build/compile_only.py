@@ -1,0 +1,53 @@
+#!/usr/bin/env python3
+"""Compiles, without linking, the translation units of a CMake build whose compile command names a
+folder (tests/oldest_build: LibTorch's headers), straight from compile_commands.json.
+
+The build system cannot be asked for this: its object files wait on their targets' dependencies
+(a test's on dl-train being linked), and nothing links against a headers-only LibTorch. Each
+command runs as CMake wrote it (through ccache where the build uses it), in parallel.
+
+    compile_only.py BUILD_DIR FOLDER [JOBS]
+
+Prints one line per file and, for each that fails, the first lines of the compiler's output; exit
+status 0 when every one compiled, 1 when any failed, 2 when none names FOLDER.
+"""
+import concurrent.futures
+import json
+import os
+import shlex
+import subprocess
+import sys
+
+
+def main():
+    build, folder = sys.argv[1], sys.argv[2]
+    jobs = int(sys.argv[3]) if len(sys.argv) > 3 else os.cpu_count() or 1
+    with open(os.path.join(build, "compile_commands.json")) as f:
+        entries = [e for e in json.load(f) if folder in e["command"]]
+    if not entries:
+        print(f"compile_only: no command in {build}/compile_commands.json names {folder}")
+        return 2
+
+    def compile_one(entry):
+        words = shlex.split(entry["command"])
+        output = os.path.join(entry["directory"], words[words.index("-o") + 1])
+        os.makedirs(os.path.dirname(output), exist_ok=True)
+        r = subprocess.run(words, cwd=entry["directory"], stdout=subprocess.PIPE,
+                           stderr=subprocess.STDOUT, text=True)
+        return entry["file"], r.returncode, r.stdout
+
+    failed = 0
+    with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as pool:
+        for n, (source, rc, out) in enumerate(pool.map(compile_one, entries), 1):
+            print(f"[{n}/{len(entries)}] {'FAILED' if rc else 'compiled'} {source}", flush=True)
+            if rc:
+                failed += 1
+                print("\n".join(out.splitlines()[:40]), flush=True)
+            elif out.strip():  # warnings are errors in this build; anything else is worth seeing
+                print(out, flush=True)
+    print(f"compile_only: {len(entries) - failed} of {len(entries)} compiled")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
