@@ -10,7 +10,9 @@
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-"$root/env/install-native.sh" --no-image-tools
+# The image and deploy checks' tools (buildah, Slurm, cloud-init, Node...) are the test suite's,
+# not the demo's.
+"$root/env/install-native.sh" --no-image-tools --no-deploy-tools
 "$root/env/build.sh" programs
 
 build="$root/build/programs"
