@@ -79,7 +79,7 @@ in_tmp sh -ec '
   cd /opt/src && rm -rf libjpeg-turbo*' >"$chroot_logs/jpeg8.log" 2>&1 ||
   chroot_fail "building libjpeg-turbo (jpeg8)" "$chroot_logs/jpeg8.log"
 jpeg_version=$(printf '#include <stdio.h>\n#include <jpeglib.h>\nJPEG_LIB_VERSION LIBJPEG_TURBO_VERSION\n' |
-  in_tmp cpp -P -I/opt/jpeg8/include - | tail -1)
+  in_tmp cpp-9 -P -I/opt/jpeg8/include - | tail -1)
 [ "${jpeg_version%% *}" = 80 ] ||
   chroot_die 1 "the libjpeg-turbo built in /opt/jpeg8 says JPEG_LIB_VERSION ${jpeg_version%% *}, expected 80"
 chroot_say "[$((SECONDS - chroot_started)) s] libjpeg-turbo ${jpeg_version#* } (JPEG_LIB_VERSION 80) in /opt/jpeg8"
