@@ -120,7 +120,8 @@ say "$(grep -c '^\[[0-9]*/[0-9]*\]' "$logs/build-core.log") build steps; ccache:
   awk -F'\t' '$1 ~ /^(direct_cache_hit|preprocessed_cache_hit|cache_miss)$/ {printf "%s %s ", $1, $2}')"
 data_tests=/build/core/tests/unit/data/dl_data_unit_tests
 [ -x "$chroot_dir$data_tests" ] || fail "$data_tests was not built"
-in_chroot ldd "$data_tests" | grep -q 'libjpeg\.so\.8 => /opt/jpeg8/lib/' ||
+# grep reads to the end (no -q): ldd killed by SIGPIPE would fail the pipe (pipefail).
+in_chroot ldd "$data_tests" | grep 'libjpeg\.so\.8 => /opt/jpeg8/lib/' >/dev/null ||
   fail "$data_tests does not load the jpeg8 libjpeg (/opt/jpeg8/lib/libjpeg.so.8): $(in_chroot ldd "$data_tests" | grep jpeg)"
 say "the data layer's tests load $(in_chroot ldd "$data_tests" | grep -o 'libjpeg\.so\.8 => [^ ]*')"
 
