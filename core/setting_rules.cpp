@@ -113,6 +113,7 @@ const std::map<std::string, Rule>& table() {
       {"memory-budget", text()},  // a memory size: checked by the launcher's options
       {"memory-margin", real(0, 0.9)},
       {"retune", flag()},
+      {"probe-command", choice({"auto", "always", "never"})},
       {"run-as-owner", flag()},
       {"nproc-per-node", text()},  // N, gpu or auto: checked by the launcher's options
       {"nnodes", integer(1, 65536)},

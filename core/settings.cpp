@@ -48,7 +48,8 @@ po::options_description make_launch() {
     ("nvml-library", value("nvml-library"), "NVML library to load (default libnvidia-ml.so.1)")
     ("memory-budget", value("memory-budget"), "memory the batch-size search may plan for, e.g. 6GiB or 512MiB (default: free GPU memory minus the margin; on CPU the usable RAM)")
     ("memory-margin", value("memory-margin"), "share of free GPU memory kept back by the batch-size search (default 0.1)")
-    ("retune", value("retune"), "search the batch size again instead of using the workspace's cached answer")
+    ("retune", value("retune"), "measure again instead of using the workspace's cached answers: the batch-size search, and a command's workers")
+    ("probe-command", value("probe-command"), "measure a command after -- by probes (docs/python.md): auto (when the script it runs imports dl_plan), always or never (default auto)")
     ("run-as-owner", value("run-as-owner"), "when run as root on a workspace that belongs to another user, run the program as that user so the files it writes are theirs (default true)")
     ("nproc-per-node", value("nproc-per-node"), "processes (ranks) to start on this node: N, gpu (one per visible GPU) or auto (one per GPU on CUDA, one on CPU; the default for dl-train, 1 for a command)")
     ("nnodes", value("nnodes"), "nodes taking part (default 1, or the scheduler's)")
@@ -254,45 +255,12 @@ std::map<std::string, int> key_lines(const std::string& text, const std::string&
   return lines;
 }
 
-// Levenshtein distance, for suggestions between short option names.
-std::size_t edit_distance(const std::string& a, const std::string& b) {
-  std::vector<std::size_t> row(b.size() + 1);
-  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
-  for (std::size_t i = 1; i <= a.size(); ++i) {
-    std::size_t diagonal = row[0];
-    row[0] = i;
-    for (std::size_t j = 1; j <= b.size(); ++j) {
-      const std::size_t up = row[j];
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
-      diagonal = up;
-    }
-  }
-  return row[b.size()];
-}
-
 }  // namespace
 
 std::string nearest_name(const std::string& given, const po::options_description& desc) {
-  if (given.empty()) return {};
-  std::string prefixed;
-  int prefixes = 0;
-  std::string nearest;
-  std::size_t best = std::max<std::size_t>(2, given.size() / 3) + 1;
-  for (const auto& option : desc.options()) {
-    const std::string& name = option->long_name();
-    if (name.empty()) continue;
-    if (name.rfind(given, 0) == 0) {
-      prefixed = name;
-      ++prefixes;
-    }
-    const std::size_t d = edit_distance(given, name);
-    if (d < best) {
-      best = d;
-      nearest = name;
-    }
-  }
-  // `--limit` is the start of one option only: that one, however far in edits.
-  return prefixes == 1 ? prefixed : nearest;
+  std::vector<std::string> names;
+  for (const auto& option : desc.options()) names.push_back(option->long_name());
+  return nearest_word(given, names);
 }
 
 bool Layers::add_config_file(const std::string& path, bool required) {

@@ -1,6 +1,7 @@
 // String helpers.
 #include "core/text.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -75,6 +76,48 @@ std::string utc_now_iso() {
   char buf[32];
   std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
   return buf;
+}
+
+namespace {
+
+// Levenshtein distance, for suggestions between short names.
+std::size_t edit_distance(const std::string& a, const std::string& b) {
+  std::vector<std::size_t> row(b.size() + 1);
+  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    std::size_t diagonal = row[0];
+    row[0] = i;
+    for (std::size_t j = 1; j <= b.size(); ++j) {
+      const std::size_t up = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diagonal = up;
+    }
+  }
+  return row[b.size()];
+}
+
+}  // namespace
+
+std::string nearest_word(const std::string& given, const std::vector<std::string>& names) {
+  if (given.empty()) return {};
+  std::string prefixed;
+  int prefixes = 0;
+  std::string nearest;
+  std::size_t best = std::max<std::size_t>(2, given.size() / 3) + 1;
+  for (const std::string& name : names) {
+    if (name.empty()) continue;
+    if (name.rfind(given, 0) == 0) {
+      prefixed = name;
+      ++prefixes;
+    }
+    const std::size_t d = edit_distance(given, name);
+    if (d < best) {
+      best = d;
+      nearest = name;
+    }
+  }
+  // `--limit` is the start of one name only: that one, however far in edits.
+  return prefixes == 1 ? prefixed : nearest;
 }
 
 }  // namespace dl

@@ -35,4 +35,8 @@ std::string format_number(double v);
 // The time now in UTC, in ISO 8601 ("2026-12-02T02:48:28Z"): when a measurement ran.
 std::string utc_now_iso();
 
+// The word of `names` nearest to `given`, for "did you mean ...?": the one name that starts with
+// it, else the nearest within a few edits (Levenshtein); "" when none is close.
+std::string nearest_word(const std::string& given, const std::vector<std::string>& names);
+
 }  // namespace dl

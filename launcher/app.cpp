@@ -48,6 +48,7 @@
 #include "launcher/rank_supervisor.h"
 #include "launcher/report.h"
 #include "launcher/script_tuner.h"
+#include "launcher/subcommand.h"
 #include "launcher/supervisor.h"
 #include "launcher/topology.h"
 
@@ -241,6 +242,19 @@ std::string script_identity(const Launch& l) {
   return key;
 }
 
+// The probe logs kept in the workspace's .dl/probes: the last few starts' worth.
+constexpr std::size_t kKeptProbeLogs = 64;
+
+// "20261204-150102-4242-": this start's time and pid, before each of its probe logs' names.
+std::string probe_log_prefix() {
+  const std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&now, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y%m%d-%H%M%S", &tm);
+  return std::string(buf) + "-" + std::to_string(getpid()) + "-";
+}
+
 // A program after --, measured where the plan leaves its workers or its batch size to the
 // launcher: step probes for the batch (on a GPU or with --memory-budget), then loader probes for
 // the workers, each answer cached (script_tuner.h). A program that does not answer the handshake
@@ -251,15 +265,19 @@ void tune_user_program(const LaunchOptions& opts, Launch& launch) {
   const bool batch = req.batch_size.source == "default" &&
                      (req.memory_budget || launch.plan.device.value != "cpu");
   if (!workers && !batch) return;
-  std::optional<std::string> cannot;
+  std::optional<std::string> why_not;
   {
     const ActAs owner(launch.run_as);
-    cannot = cannot_speak_protocol(launch.command, launch.workspace);
+    why_not = why_not_probed(launch.command, launch.workspace, opts.probe_command);
   }
-  if (cannot) {
-    // Only Python programs can opt in: the others are told why they are not measured.
-    req.no_protocol =
-        is_python_program(launch.command) ? no_protocol_note(*cannot) : "not measured: " + *cannot;
+  if (why_not) {
+    // A command is started only for the run itself unless it opted in: a probe runs it for real.
+    req.no_protocol = "not measured: " + *why_not;
+    if (is_python_program(launch.command) && opts.probe_command == "auto") {
+      req.no_protocol +=
+          "; to have it measured, import dl_plan and wrap its DataLoader in dl_plan.loader() and "
+          "its training step in dl_plan.step() (docs/python.md)";
+    }
     req.probe_unavailable = req.no_protocol;
     replan(launch);
     return;
@@ -279,6 +297,8 @@ void tune_user_program(const LaunchOptions& opts, Launch& launch) {
     probes.subdir("run");
     t.probe.probe_dir = probes.path();
   }
+  t.probe.log_prefix = probe_log_prefix();
+  prune_probe_logs(t.probe.probe_dir, launch.run_as, kKeptProbeLogs);
   t.probe.handshake_seconds = seconds_from_env("DL_PROBE_HANDSHAKE", kHandshakeSeconds);
   t.probe.timeout_seconds = seconds_from_env("DL_PROBE_TIMEOUT", kProbeTimeoutSeconds);
   t.use_cache = !opts.retune;
@@ -303,7 +323,8 @@ void tune_user_program(const LaunchOptions& opts, Launch& launch) {
   launch.script_probe = tuned.record;
   launch.script_cache_key = t.cache_key;
   if (!tuned.record.speaks_protocol) {
-    req.no_protocol = no_protocol_note(tuned.record.no_handshake);
+    req.no_protocol = tuned.record.failed_early ? early_failure_note(tuned.record.no_handshake)
+                                                : no_protocol_note(tuned.record.no_handshake);
     req.probe_unavailable = req.no_protocol;
   } else {
     req.probe_unavailable.clear();
@@ -327,6 +348,30 @@ void setup_logging() {
 }
 
 // The workspace, its owner and the program to start, with what the plan needs to know of them.
+// The script a command runs is there: the command runs in the workspace, where a path typed
+// relative to another directory means another file (or none). Refused before any probe, with the
+// path that would work, rather than by Python after the plan was shown.
+void check_script_path(const Launch& launch) {
+  const CommandScript script = command_script(launch.command);
+  if (script.kind != CommandScript::Kind::kFile || script.text.empty()) return;
+  {
+    const ActAs owner(launch.run_as);
+    if (!script_file(script, launch.workspace).empty()) return;
+  }
+  const std::string& typed = script.text;
+  std::string line = "the script " + typed + " of the command after -- is not in the workspace " +
+                     launch.workspace + ", where the command runs";
+  const std::string here = current_directory();
+  if (typed[0] != '/' && !script_file(script, here).empty()) {
+    line += " (it is " + here + "/" + typed +
+            ", relative to where dl-launch was started); give its path relative to the workspace "
+            "or an absolute one";
+  } else {
+    line += "; expected a file there (an absolute path, or one relative to the workspace)";
+  }
+  throw UserError(exit_code::kMissing, line);
+}
+
 // A missing trainer is an error unless this is a dry run, which shows the plan all the same and
 // says why in `missing_trainer`.
 Launch resolve_launch(LaunchOptions& opts, std::optional<std::string>* missing_trainer) {
@@ -338,6 +383,7 @@ Launch resolve_launch(LaunchOptions& opts, std::optional<std::string>* missing_t
   const bool default_program = opts.command.empty();
   if (!default_program) {
     launch.command = resolve_command(opts.command);
+    check_script_path(launch);
     launch.companion_dir = companion_directory(self_directory());
   } else {
     try {
@@ -526,7 +572,8 @@ void plan_launch(const LaunchOptions& opts, Launch& launch, bool check_run) {
 // already).
 bool has_new_measurements(const Launch& launch) {
   const auto& search = launch.plan.batch_search;
-  return (search && search->cache_written) || (launch.script_probe && !launch.script_probe->cached);
+  return (search && search->cache_written) || (launch.script_probe && !launch.script_probe->cached &&
+                                                !launch.script_probe->failed_early);
 }
 
 // The searches' answers, kept for the next start with the same model or program, input and
@@ -534,7 +581,8 @@ bool has_new_measurements(const Launch& launch) {
 void store_measurements(const DirFd& workspace, const Launch& launch) {
   const auto& search = launch.plan.batch_search;
   if (search && search->cache_written) store_batch_cache(workspace, search->cache_key, *search);
-  if (launch.script_probe && !launch.script_probe->cached) {
+  // A program that failed before its handshake is asked again next time (script_cache.h).
+  if (launch.script_probe && !launch.script_probe->cached && !launch.script_probe->failed_early) {
     store_script_cache(workspace, launch.script_cache_key, *launch.script_probe);
   }
 }
@@ -719,6 +767,10 @@ void restrict_to_checkpoint_command(const CheckpointCommand& c, LaunchOptions& o
 int run(int argc, const char* const argv[]) {
   if (argc >= 2 && std::string(argv[1]) == "init") {
     return init_main(std::vector<std::string>(argv + 2, argv + argc), std::cout);
+  }
+  // Before anything else: a mistyped subcommand must not start the default training.
+  if (const auto stray = stray_word(argc, argv, option_takes_value)) {
+    throw UserError(exit_code::kUsage, *stray);
   }
   // dl-launch evaluate|predict: planned as training is, dl-train's subcommand started with it.
   std::optional<CheckpointCommand> checkpoint_command =

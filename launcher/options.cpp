@@ -171,6 +171,7 @@ void read_sizes(const settings::Layers& s, Request* r) {
 void read_run_settings(const settings::Layers& s, LaunchOptions* opts) {
   Request& r = opts->request;
   if (auto retune = s.flag("retune")) opts->retune = *retune;
+  opts->probe_command = s.one_of("probe-command", "auto");
   if (auto owner = s.flag("run-as-owner")) opts->run_as_owner = *owner;
   r.precision = {s.one_of("precision", "auto"), s.source("precision")};
   r.device = {device_value(s), s.source("device")};

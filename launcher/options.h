@@ -27,7 +27,8 @@ struct LaunchOptions {
   std::string nvml_library;
   std::vector<std::string> command;  // after "--"; empty: the trainer
   bool data_given = false;           // the `data` setting names the training data
-  bool retune = false;               // search the batch size even when the cache has an answer
+  bool retune = false;               // measure again even when a cache has an answer
+  std::string probe_command = "auto";  // auto, always or never: probe a command after --
   bool run_as_owner = true;          // as root, run the program as the workspace's owner
   // Training settings the batch-size cache is keyed by (what the probe measures depends on them).
   std::string model = "cnn";

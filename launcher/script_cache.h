@@ -20,6 +20,9 @@ class DirFd;
 struct ScriptProbeRecord {
   bool speaks_protocol = false;  // false: no handshake (the rule of thumb applies)
   std::string no_handshake;      // why, when it did not speak it
+  // It failed before its handshake, on an error of its own or of its environment: never cached,
+  // so that the next start, after the fix, probes again.
+  bool failed_early = false;
   bool workers_searched = false;
   WorkerSearchResult workers;  // the calibration, when workers_searched
   double seconds = 0;          // the probes' wall time

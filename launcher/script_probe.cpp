@@ -5,6 +5,7 @@
 // that does not speak the protocol is stopped within seconds instead of training for real.
 #include "launcher/script_probe.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -63,7 +64,7 @@ RawProbe run_probe(const ScriptProbeSetup& s, const std::string& kind, const std
   RawProbe p;
   p.what = what;
   const std::string result = s.probe_dir + "/" + name + ".jsonl";
-  p.log_path = s.probe_dir + "/" + name + ".log";
+  p.log_path = s.probe_dir + "/" + s.log_prefix + name + ".log";
   remove_as_owner(result, s.identity);  // an earlier start's answer is not this one's
 
   CapturedRun::Env env = s.env;
@@ -90,7 +91,7 @@ RawProbe run_probe(const ScriptProbeSetup& s, const std::string& kind, const std
   log += "\n# " + what + "\n" + p.run.out;
   if (!p.run.err.empty()) log += "\n# stderr\n" + p.run.err;
   const ActAs owner(s.identity);
-  DirFd::open(s.probe_dir).write_file(name + ".log", log);
+  DirFd::open(s.probe_dir).write_file(s.log_prefix + name + ".log", log);
   return p;
 }
 
@@ -112,13 +113,22 @@ std::optional<JsonValue> settle(const RawProbe& p, const ScriptProbeSetup& s,
   outcome->signal = p.run.timed_out || p.run.stopped ? 0 : p.run.signal;
   const std::string where = "; log " + p.log_path;
   if (!p.records.hello) {
-    // No handshake: the caller falls back to the rule of thumb, saying why.
-    outcome->failure =
-        p.what + ": " +
-        (p.run.stopped
-             ? "no handshake within " + format_number(s.handshake_seconds) + " s"
-             : "it ended without a handshake (" + ending(p.run, s.timeout_seconds) + ")") +
-        where;
+    // No handshake: the caller falls back to the rule of thumb, saying why. A program that
+    // failed before it (rather than running on, or ending well, without one) failed on its own
+    // error or its environment's: its own last line says which.
+    outcome->failed_early = !p.run.stopped && (p.run.code != 0 || !p.run.start_error.empty());
+    if (p.run.stopped) {
+      outcome->failure =
+          p.what + ": no handshake within " + format_number(s.handshake_seconds) + " s" + where;
+    } else if (outcome->failed_early) {
+      const std::string said = last_error_line(p.run.err, p.run.out);
+      outcome->failure = p.what + ": it failed before its handshake (" +
+                         ending(p.run, s.timeout_seconds) + (said.empty() ? "" : ": " + said) +
+                         ")" + where;
+    } else {
+      outcome->failure = p.what + ": it ended without a handshake (" +
+                         ending(p.run, s.timeout_seconds) + ")" + where;
+    }
     return std::nullopt;
   }
   std::optional<JsonValue> json;
@@ -166,6 +176,41 @@ ProbeRecords parse_probe_records(const std::string& text) {
     }
   }
   return r;
+}
+
+std::string last_error_line(const std::string& err, const std::string& out) {
+  for (const std::string* text : {&err, &out}) {
+    const std::vector<std::string> lines = split(*text, '\n');
+    for (auto it = lines.rbegin(); it != lines.rend(); ++it) {
+      const std::string line = trim(*it);
+      if (!line.empty()) return line.size() > 300 ? line.substr(0, 297) + "..." : line;
+    }
+  }
+  return "";
+}
+
+void prune_probe_logs(const std::string& probe_dir, const std::optional<Identity>& identity,
+                      std::size_t keep) {
+  const ActAs owner(identity);
+  const DirFd dir = DirFd::open(probe_dir);
+  const int fd = ::dup(dir.fd());
+  if (fd < 0) return;
+  DIR* d = ::fdopendir(fd);
+  if (d == nullptr) {
+    ::close(fd);
+    return;
+  }
+  std::vector<std::string> logs;
+  while (const dirent* e = ::readdir(d)) {
+    const std::string name = e->d_name;
+    if (ends_with(name, ".log") && !name.empty() && is_digit(name[0])) logs.push_back(name);
+  }
+  // Names start with the start's time (log_prefix), so the order of names is the order of time.
+  std::sort(logs.begin(), logs.end());
+  for (std::size_t i = 0; i + keep < logs.size(); ++i) {
+    ::unlinkat(::dirfd(d), logs[i].c_str(), 0);
+  }
+  ::closedir(d);
 }
 
 WorkerTrial run_loader_probe(const ScriptProbeSetup& setup, int workers,

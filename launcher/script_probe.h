@@ -25,6 +25,9 @@ struct ScriptProbeSetup {
   std::vector<std::pair<std::string, std::string>> env;
   std::optional<Identity> identity;  // whom the probes run as (the workspace's owner)
   std::string probe_dir;  // absolute: result files, logs and the probes' DL_RUN_DIR (exists)
+  // Before each log's name: one start's logs are kept apart from another's ("20261204-150102-
+  // 4242-step-64.log"), so the log a plan names is still there after the next start.
+  std::string log_prefix;
   double handshake_seconds = 30;  // a program that has not shaken hands by then does not speak it
   double timeout_seconds = 300;
 };
@@ -33,6 +36,10 @@ struct ScriptProbeSetup {
 struct ScriptProbeOutcome {
   bool handshake = false;  // the program answered the handshake
   std::string failure;     // one line: the probe, its exit status and its log; "" when it answered
+  // It failed before its handshake (an exit status other than 0, a signal, no start at all): an
+  // error of the script's or of its environment (no torch, a missing file, a bad argument), not
+  // a program that does not speak the protocol. `failure` then quotes its last error line.
+  bool failed_early = false;
   std::string log_path;    // the program's output
   std::string torch;       // the module's report of torch's version, where it gave one
   int signal = 0;          // the program died of this signal (9: the kernel's OOM killer?)
@@ -58,5 +65,15 @@ struct ProbeRecords {
   int malformed = 0;                  // lines that are not the protocol's JSON
 };
 ProbeRecords parse_probe_records(const std::string& text);
+
+// The program's own last word on a failure: the last non-empty line of its stderr (Python's
+// exception line, "ModuleNotFoundError: No module named 'torch'"), else of its stdout; at most
+// 300 characters; "" when it printed nothing.
+std::string last_error_line(const std::string& err, const std::string& out);
+
+// Keeps the newest `keep` probe logs (*.log, named by their start's time) in `probe_dir`,
+// removing the older ones, as `identity`.
+void prune_probe_logs(const std::string& probe_dir, const std::optional<Identity>& identity,
+                      std::size_t keep);
 
 }  // namespace dl

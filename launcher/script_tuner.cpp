@@ -21,6 +21,7 @@ constexpr double kLoaderProbeSeconds = 4;
 // Thrown out of the batch search's probe callback: the program does not speak the protocol.
 struct NoHandshake {
   std::string why;
+  bool failed_early = false;  // ScriptProbeOutcome::failed_early
 };
 
 [[noreturn]] void probe_failed(const std::string& failure) {
@@ -40,7 +41,7 @@ double step_rate(const ScriptTuneRequest& request, const std::optional<BatchSear
   }
   ScriptProbeOutcome outcome;
   const ProbeResult r = run_step_probe(request.probe, batch, &outcome);
-  if (!outcome.handshake) throw NoHandshake{outcome.failure};
+  if (!outcome.handshake) throw NoHandshake{outcome.failure, outcome.failed_early};
   if (!outcome.failure.empty()) probe_failed(outcome.failure);
   if (r.out_of_memory || !r.error.empty() || !(r.step_seconds > 0)) {
     spdlog::info("step probe at batch {}: no step time (it {}): the loader's best rate decides",
@@ -59,6 +60,10 @@ std::string no_protocol_note(const std::string& no_handshake) {
   return "the program does not speak the probe protocol (" + no_handshake +
          "); to have it measured, import dl_plan and wrap its DataLoader in dl_plan.loader() "
          "and its training step in dl_plan.step() (docs/python.md)";
+}
+
+std::string early_failure_note(const std::string& failure) {
+  return "not measured: " + failure + "; the next start probes again";
 }
 
 ScriptTuning tune_script(const ScriptTuneRequest& request) {
@@ -94,7 +99,7 @@ ScriptTuning tune_script(const ScriptTuneRequest& request) {
         if (first && first->batch == size) return *first;
         ScriptProbeOutcome outcome;
         ProbeResult r = run_step_probe(request.probe, size, &outcome);
-        if (!outcome.handshake) throw NoHandshake{outcome.failure};
+        if (!outcome.handshake) throw NoHandshake{outcome.failure, outcome.failed_early};
         if (outcome.samples > 0 && batch.search.max_batch == 0) {
           batch.search.max_batch = outcome.samples;
         }
@@ -130,7 +135,7 @@ ScriptTuning tune_script(const ScriptTuneRequest& request) {
             ScriptProbeOutcome outcome;
             const auto t0 = Clock::now();
             WorkerTrial trial = run_loader_probe(setup, workers, &outcome);
-            if (!outcome.handshake) throw NoHandshake{outcome.failure};
+            if (!outcome.handshake) throw NoHandshake{outcome.failure, outcome.failed_early};
             if (!outcome.failure.empty()) probe_failed(outcome.failure);
             spdlog::info("loader probe {} workers: {:.0f} samples/s, {} host memory ({:.1f} s)",
                          workers, trial.samples_per_second, format_bytes(trial.host_bytes),
@@ -145,9 +150,11 @@ ScriptTuning tune_script(const ScriptTuneRequest& request) {
   } catch (const NoHandshake& e) {
     t.record = ScriptProbeRecord{};
     t.record.no_handshake = e.why;
+    t.record.failed_early = e.failed_early;
     t.record.probed_at = utc_now_iso();
     t.batch.reset();
-    spdlog::warn("{}: the rule of thumb applies", no_protocol_note(e.why));
+    spdlog::warn("{}: the rule of thumb applies",
+                 e.failed_early ? early_failure_note(e.why) : no_protocol_note(e.why));
   }
   if (!t.record.cached) {
     t.record.seconds = std::chrono::duration<double>(Clock::now() - start).count();

@@ -39,4 +39,8 @@ ScriptTuning tune_script(const ScriptTuneRequest& request);
 // seen and how to opt in.
 std::string no_protocol_note(const std::string& no_handshake);
 
+// "not measured: <the probe's failure>; the next start probes again": a program that failed
+// before its handshake (ScriptProbeRecord::failed_early).
+std::string early_failure_note(const std::string& failure);
+
 }  // namespace dl

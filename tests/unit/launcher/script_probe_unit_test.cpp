@@ -4,7 +4,9 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -20,33 +22,107 @@ namespace {
 
 namespace fs = std::filesystem;
 
-TEST(ProgramKind, OnlyPythonProgramsThatNameTheModuleAreWorthAHandshake) {
+TEST(ProgramKind, TheScriptIsTheWordAfterPythonsOptionsOrTheirModuleOrCode) {
+  using K = CommandScript::Kind;
+  const auto is = [](const std::vector<std::string>& c, K kind, const std::string& text) {
+    const CommandScript s = command_script(c);
+    EXPECT_EQ(s.kind, kind) << c.back();
+    EXPECT_EQ(s.text, text) << c.back();
+  };
+  is({"/usr/bin/python3", "train.py", "--epochs", "2"}, K::kFile, "train.py");
+  is({"/usr/bin/python3", "-u", "-X", "dev", "-W", "ignore", "src/t.py"}, K::kFile, "src/t.py");
+  is({"/usr/bin/python3", "-uB", "-Wignore", "t.py"}, K::kFile, "t.py");
+  is({"/usr/bin/python3", "-m", "pkg.train", "x.py"}, K::kModule, "pkg.train");
+  is({"/usr/bin/python3", "-mpkg"}, K::kModule, "pkg");
+  is({"/usr/bin/python3", "-c", "import dl_plan"}, K::kCode, "import dl_plan");
+  is({"/usr/bin/env", "OMP_NUM_THREADS=1", "python3", "t.py"}, K::kFile, "t.py");
+  is({"/ws/train.py", "--x"}, K::kFile, "/ws/train.py");
+  is({"/usr/bin/torchrun", "--nproc-per-node", "2", "train.py"}, K::kFile, "train.py");
+  is({"/usr/bin/torchrun", "--standalone", "-m", "pkg.train"}, K::kModule, "pkg.train");
+  is({"/usr/bin/python3"}, K::kNone, "");
+  is({"/usr/bin/python3", "-"}, K::kNone, "");
+  is({"/bin/echo", "hi"}, K::kNone, "");
+}
+
+TEST(ProgramKind, AnImportIsAStatementNotAMention) {
+  EXPECT_TRUE(imports_dl_plan("import torch\nimport dl_plan\n"));
+  EXPECT_TRUE(imports_dl_plan("import os, dl_plan as dp"));
+  EXPECT_TRUE(imports_dl_plan("def main():\n    from dl_plan import step, loader\n"));
+  EXPECT_TRUE(imports_dl_plan("from dl_plan.probe import PROBE"));
+  EXPECT_FALSE(imports_dl_plan("import dl_loader\n"));
+  EXPECT_FALSE(imports_dl_plan("# import dl_plan\nimport torch"));
+  EXPECT_FALSE(imports_dl_plan("print('import dl_plan')\n"));
+  EXPECT_FALSE(imports_dl_plan("import my_dl_plan, dl_planner\n"));
+  EXPECT_FALSE(imports_dl_plan("import torch  # dl_plan later\n"));
+}
+
+TEST(ProgramKind, OnlyTheCommandsOwnScriptOptsIn) {
   TempDir ws;
   write_file(ws / "plain.py", "import torch\n");
+  write_file(ws / "fast.py", "import dl_loader\nloader = dl_loader.Loader('data', 64)\n");
+  write_file(ws / "python/train.py", "import dl_plan\n");  // what `dl-launch init` makes
+  write_file(ws / "pkg/run/__main__.py", "from dl_plan import step\n");
+  const std::string py = "/usr/bin/python3";
   EXPECT_FALSE(is_python_program({"/bin/true"}));
   EXPECT_TRUE(is_python_program({"/usr/bin/python3.11", "x"}));
   EXPECT_TRUE(is_python_program({"/usr/bin/env", "train.py"}));
-  EXPECT_EQ(*cannot_speak_protocol({"/bin/true"}, ws.path()),
+  EXPECT_EQ(*why_not_probed({"/bin/true"}, ws.path(), "auto"),
             "it is not a Python program; the protocol's module, dl_plan, is Python");
-  EXPECT_EQ(*cannot_speak_protocol({"/usr/bin/python3", "plain.py"}, ws.path()),
-            "no Python file of the command or of the workspace imports dl_plan");
-  // -m and -c: the scan cannot look inside, so the handshake decides.
-  EXPECT_FALSE(cannot_speak_protocol({"/usr/bin/python3", "-m", "mypkg.train"}, ws.path()));
-  // A file of the workspace naming it, at any depth but under runs/, data/ or a hidden folder.
-  for (const char* hidden : {"runs/a/t.py", "data/t.py", ".venv/t.py"}) {
-    write_file(ws / hidden, "import dl_plan\n");
-  }
-  EXPECT_TRUE(cannot_speak_protocol({"/usr/bin/python3", "plain.py"}, ws.path()));
-  write_file(ws / "lib/deep/helpers.py", "from dl_plan import loader\n");
-  EXPECT_FALSE(cannot_speak_protocol({"/usr/bin/python3", "plain.py"}, ws.path()));
+  // Another file of the workspace importing dl_plan does not make this one speak it.
+  EXPECT_EQ(*why_not_probed({py, "plain.py"}, ws.path(), "auto"),
+            "its script plain.py does not import dl_plan");
+  EXPECT_EQ(*why_not_probed({py, "fast.py"}, ws.path(), "auto"),
+            "its script fast.py does not import dl_plan");
+  EXPECT_FALSE(why_not_probed({py, "python/train.py"}, ws.path(), "auto"));
+  EXPECT_FALSE(why_not_probed({py, "-m", "pkg.run"}, ws.path(), "auto"));
+  EXPECT_EQ(*why_not_probed({py, "-m", "elsewhere"}, ws.path(), "auto"),
+            "its module elsewhere was not found in " + ws.path() +
+                "; --probe-command always probes it all the same");
+  EXPECT_EQ(*why_not_probed({py, "-c", "import torch"}, ws.path(), "auto"),
+            "its code (-c) does not import dl_plan");
+  EXPECT_FALSE(why_not_probed({py, "-c", "import dl_plan; dl_plan.setup()"}, ws.path(), "auto"));
+  // The user's word wins either way.
+  EXPECT_FALSE(why_not_probed({py, "plain.py"}, ws.path(), "always"));
+  EXPECT_FALSE(why_not_probed({"/bin/true"}, ws.path(), "always"));
+  EXPECT_EQ(*why_not_probed({py, "python/train.py"}, ws.path(), "never"),
+            "--probe-command is never");
 }
 
-TEST(ProgramKind, TheScanFollowsNoLinkBelowTheWorkspace) {
+TEST(ProgramKind, AScriptPathIsTheWorkspacesAndALinkedScriptIsRead) {
   TempDir ws, elsewhere;
   write_file(elsewhere / "t.py", "import dl_plan\n");
-  fs::create_directory_symlink(elsewhere.path(), ws / "linked");
   fs::create_symlink(elsewhere / "t.py", ws / "t.py");
-  EXPECT_TRUE(cannot_speak_protocol({"/usr/bin/python3", "main.py"}, ws.path()));
+  EXPECT_EQ(script_file({CommandScript::Kind::kFile, "t.py"}, ws.path()), ws / "t.py");
+  EXPECT_FALSE(why_not_probed({"/usr/bin/python3", "t.py"}, ws.path(), "auto"));
+  EXPECT_EQ(script_file({CommandScript::Kind::kFile, "missing.py"}, ws.path()), "");
+  fs::create_directory(ws / "dir.py");
+  EXPECT_EQ(script_file({CommandScript::Kind::kFile, "dir.py"}, ws.path()), "");
+}
+
+TEST(ProbeFailure, TheLastErrorLineIsTheProgramsOwnLastWord) {
+  EXPECT_EQ(last_error_line("Traceback (most recent call last):\n  File \"t.py\", line 1\n"
+                            "ModuleNotFoundError: No module named 'torch'\n\n",
+                            "epoch 1\n"),
+            "ModuleNotFoundError: No module named 'torch'");
+  EXPECT_EQ(last_error_line("", "starting\nfailed: no data\n"), "failed: no data");
+  EXPECT_EQ(last_error_line("", ""), "");
+  EXPECT_EQ(last_error_line(std::string(400, 'x'), "").size(), 300U);
+}
+
+TEST(ProbeFailure, OnlyTheNewestLogsAreKept) {
+  TempDir dir;
+  for (int i = 10; i < 20; ++i) {
+    write_file(dir / ("202612041500" + std::to_string(i) + "-7-step-64.log"), "x");
+  }
+  write_file(dir / "step-64.jsonl", "x");
+  prune_probe_logs(dir.path(), std::nullopt, 4);
+  std::vector<std::string> left;
+  for (const auto& e : fs::directory_iterator(dir.path())) left.push_back(e.path().filename());
+  std::sort(left.begin(), left.end());
+  EXPECT_EQ(left, (std::vector<std::string>{"20261204150016-7-step-64.log",
+                                            "20261204150017-7-step-64.log",
+                                            "20261204150018-7-step-64.log",
+                                            "20261204150019-7-step-64.log", "step-64.jsonl"}));
 }
 
 TEST(ProbeRecords, TheHandshakeTheLastResultAndWhatIsNotTheProtocols) {
