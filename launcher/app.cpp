@@ -690,15 +690,18 @@ EnvList restart_variables(const Launch& launch, std::string* from) {
   return {{"DL_RESUME", "false"}, {"DL_OVERWRITE", "true"}};
 }
 
-// The program's processes to their end: one (it inherits the terminal, so a progress bar
-// redraws) or every local rank. With --max-restarts N, a failure a restart may fix
+// The program's processes to their end: dl-train alone (it inherits the terminal, so a progress
+// bar redraws) or every local rank, each logged to runs/<name>/rank-N.log. With --max-restarts N, a failure a restart may fix
 // (restart_policy.h) stops the others as always and then starts every rank again, up to N times,
 // one line each naming the rank, the cause and what it resumes from. Returns 0, the code of a
 // failure not retried, or the first failure's code once the restarts are used up (torchrun's
 // choice: the first failure is the cause, the later ones its echo).
 int run_supervised(const LaunchOptions& opts, const Launch& launch) {
   const Topology& t = launch.plan.topology;
-  const bool single = t.world_size.value == 1 && launch.plan.ranks.size() <= 1;
+  // dl-train alone in one process inherits the terminal (it writes its own train.log); a command
+  // after -- goes through the ranks' supervisor even alone, for its runs/<name>/rank-0.log.
+  const bool single = launch.request.default_program && t.world_size.value == 1 &&
+                      launch.plan.ranks.size() <= 1;
   std::optional<int> first_failure;
   EnvList extra;
   for (int restart = 0;; ++restart) {

@@ -17,6 +17,9 @@ struct ProbeResult {
   std::uint64_t peak_bytes = 0;  // peak memory of the probe (valid when !out_of_memory)
   double step_seconds = 0;
   std::string error;  // a probe that failed for another reason
+  // The probe's wall time where it was made before the search asked for it (a program's first
+  // step probe, the handshake): the search's own clock would count it as 0.
+  double earlier_seconds = 0;
 };
 
 struct SearchOptions {

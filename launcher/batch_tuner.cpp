@@ -41,12 +41,16 @@ BatchSearchRecord tune_batch_size(TuneRequest request) {
                    ? ", at most " + std::to_string(request.search.max_batch) + " (the data set)"
                    : std::string());
   const auto start = std::chrono::steady_clock::now();
+  double earlier = 0;  // probes made before the search, counted in its time
   const ProbeFn probe = [&](std::int64_t batch) {
     const auto t0 = std::chrono::steady_clock::now();
     ProbeResult r =
         request.probe_fn ? request.probe_fn(batch) : run_batch_probe(request.probe, batch);
-    const double took =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (r.earlier_seconds > took) {
+      earlier += r.earlier_seconds - took;
+      took = r.earlier_seconds;
+    }
     spdlog::info("probe batch {}: {}{}{} ({})", batch,
                  trial_outcome(r, request.search.budget_bytes),
                  r.error.empty() && !r.out_of_memory ? ", peak " + format_bytes(r.peak_bytes) : "",
@@ -56,7 +60,8 @@ BatchSearchRecord tune_batch_size(TuneRequest request) {
   };
   BatchSearchRecord record;
   record.result = search_batch(probe, request.search);
-  record.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  record.seconds =
+      earlier + std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   record.budget = request.search.budget_bytes;
   record.budget_reason = request.budget_reason;
   record.max_batch = request.search.max_batch;

@@ -65,6 +65,11 @@ EnvList rank_environment(const Launch& launch, std::size_t index, const EnvLooku
     env.emplace_back("PYTHONPATH", user && !user->empty() ? launch.companion_dir + ":" + *user
                                                           : launch.companion_dir);
   }
+  // Its output reaches the terminal and runs/<name>/rank-N.log through a pipe, which Python
+  // buffers by 8 KiB blocks: lines would show late, and a kill -9 would lose what was printed.
+  if (!launch.companion_dir.empty() && !get("PYTHONUNBUFFERED")) {
+    env.emplace_back("PYTHONUNBUFFERED", "1");
+  }
   env.insert(env.end(), launch.forwarded.begin(), launch.forwarded.end());
   return env;
 }

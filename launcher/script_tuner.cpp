@@ -114,7 +114,9 @@ ScriptTuning tune_script(const ScriptTuneRequest& request) {
       batch.probe_fn = step;
       if (!(batch.use_cache &&
             lookup_batch_cache(batch_cache_path(request.probe.workspace), batch.key.text()))) {
+        const auto t0 = Clock::now();
         first = step(batch.search.first);
+        first->earlier_seconds = std::chrono::duration<double>(Clock::now() - t0).count();
       }
       t.batch = tune_batch_size(batch);
     }

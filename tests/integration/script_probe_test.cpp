@@ -248,19 +248,35 @@ TEST_F(ScriptProbe, OutOfMemoryInsideTheStepIsAnAnswerNotAFailure) {
   EXPECT_TRUE(saw_oom) << r.out;
 }
 
-TEST_F(ScriptProbe, AScriptWithoutTheModuleGetsTheRuleOfThumbAtOnce) {
-  // A workspace of its own: a file of the workspace naming dl_plan would make it worth a try.
-  const fs::path plain_ws = fs::path(parent_.path()) / "plain";
-  write_file(plain_ws / "plain.py", "import sys\nprint('training'); sys.exit(0)\n");
+// The log a failure line names ("...; log /ws/.dl/probes/<start>-step-64.log"), which is there.
+std::string named_log(const std::string& err) {
+  const std::size_t at = err.find("; log ");
+  if (at == std::string::npos) return "";
+  const std::size_t from = at + 6;
+  return err.substr(from, err.find_first_of("\n;", from) - from);
+}
+
+TEST_F(ScriptProbe, AScriptThatDoesNotImportTheModuleIsNeverStarted) {
+  // In the workspace beside mytrain.py, which imports dl_plan: the folder opts nothing in. The
+  // fast loader alone is no opt-in either (dl_loader imports dl_plan itself).
+  write_file(ws_ / "plain.py",
+             "import sys, pathlib\nimport dl_loader  # noqa\n"
+             "pathlib.Path('started').write_text('yes')\nprint('training'); sys.exit(0)\n");
   const auto t0 = std::chrono::steady_clock::now();
-  const Result r = launch({"--dry-run", "--", kPython, "plain.py"}, {}, "plain");
+  const Result r = launch({"--dry-run", "--", kPython, "plain.py"});
   const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   ASSERT_EQ(r.code, 0) << show(r);
-  EXPECT_THAT(r.out, HasSubstr("rule of thumb: the program does not speak the probe protocol (no "
-                               "Python file of the command or of the workspace imports dl_plan)"));
+  EXPECT_THAT(r.out, HasSubstr("rule of thumb: not measured: its script plain.py does not "
+                               "import dl_plan; to have it measured, import dl_plan"));
   EXPECT_THAT(r.out, HasSubstr("docs/python.md"));
   EXPECT_LT(took, 2.0);
-  EXPECT_FALSE(fs::exists(plain_ws / ".dl/probes"));
+  EXPECT_FALSE(fs::exists(ws_ / "started"));
+  EXPECT_FALSE(fs::exists(ws_ / ".dl/probes"));
+  // The user's word: never probe even a script that imports dl_plan.
+  const Result never = launch({"--dry-run", "--probe-command", "never", "--", kPython, "mytrain.py"});
+  ASSERT_EQ(never.code, 0) << show(never);
+  EXPECT_THAT(never.out, HasSubstr("not measured: --probe-command is never"));
+  EXPECT_FALSE(fs::exists(ws_ / ".dl/probes"));
   // Not Python: not measured, and nothing to opt in to.
   const Result sh = launch({"--dry-run", "--", "/bin/true"});
   ASSERT_EQ(sh.code, 0) << show(sh);
@@ -268,21 +284,46 @@ TEST_F(ScriptProbe, AScriptWithoutTheModuleGetsTheRuleOfThumbAtOnce) {
 }
 
 TEST_F(ScriptProbe, NoHandshakeWithinItsLimitFallsBackAndIsRemembered) {
-  // Names dl_plan (a comment), never imports it, and would train for a minute.
-  write_file(ws_ / "other.py", "# dl_plan: not yet\nimport time\ntime.sleep(60)\n");
+  // Never imports dl_plan, and would train for a minute: probed because the user asked.
+  write_file(ws_ / "other.py", "import time\ntime.sleep(60)\n");
   const auto t0 = std::chrono::steady_clock::now();
-  const Result r = launch({"--dry-run", "--", kPython, "other.py"}, {{"DL_PROBE_HANDSHAKE", "2"}});
+  const Result r = launch({"--dry-run", "--probe-command=always", "--", kPython, "other.py"},
+                          {{"DL_PROBE_HANDSHAKE", "2"}});
   const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   ASSERT_EQ(r.code, 0) << show(r);
   EXPECT_THAT(r.out, HasSubstr("step probe (batch 64): no handshake within 2 s; log "));
   EXPECT_LT(took, 20.0);
-  const Result again = launch({"--dry-run", "--", kPython, "other.py"});
+  const Result again =
+      launch({"--dry-run", "--", kPython, "other.py"}, {{"DL_PROBE_COMMAND", "always"}});
   ASSERT_EQ(again.code, 0) << show(again);
   EXPECT_THAT(again.err, HasSubstr("does not speak the probe protocol, says the cache"));
-  const Result bad =
-      launch({"--dry-run", "--", kPython, "other.py"}, {{"DL_PROBE_HANDSHAKE", "x"}});
+  const Result bad = launch({"--dry-run", "--probe-command", "always", "--", kPython, "other.py"},
+                            {{"DL_PROBE_HANDSHAKE", "x"}});
   EXPECT_EQ(bad.code, 64) << show(bad);
   EXPECT_THAT(bad.err, HasSubstr("DL_PROBE_HANDSHAKE='x': expected a number of seconds above 0"));
+}
+
+TEST_F(ScriptProbe, AFailureBeforeTheHandshakeIsReportedByItsCauseAndAskedAgain) {
+  // The environment lacks a module the script imports before dl_plan.
+  write_file(ws_ / "needs.py", std::string("import no_such_module_dl_test\n") + kScript);
+  const Result r = launch({"--dry-run", "--", kPython, "needs.py"});
+  ASSERT_EQ(r.code, 0) << show(r);
+  EXPECT_THAT(r.out, HasSubstr("not measured: step probe (batch 64): it failed before its "
+                               "handshake (exit status 1: ModuleNotFoundError: No module named "
+                               "'no_such_module_dl_test'); log "));
+  EXPECT_THAT(r.out, HasSubstr("the next start probes again"));
+  EXPECT_THAT(r.out, Not(HasSubstr("does not speak")));
+  const std::string log = named_log(r.out);
+  EXPECT_THAT(log, HasSubstr(ws_.string() + "/.dl/probes/"));
+  EXPECT_THAT(read_file(log), HasSubstr("ModuleNotFoundError"));
+  // Fixed: the next start probes (nothing cached said otherwise) and measures.
+  write_file(ws_ / "no_such_module_dl_test.py", "");
+  const Result fixed = launch({"--dry-run", "--", kPython, "needs.py"}, {{"TEST_MIB", "0"}});
+  ASSERT_EQ(fixed.code, 0) << show(fixed);
+  EXPECT_THAT(fixed.err, Not(HasSubstr("says the cache")));
+  EXPECT_THAT(fixed.out, HasSubstr("(measured: 0 -> "));
+  // The first start's log is still there.
+  EXPECT_TRUE(fs::exists(log));
 }
 
 TEST_F(ScriptProbe, AHangingOrCrashingProbeStopsTheStartWithOneLine) {
@@ -290,10 +331,11 @@ TEST_F(ScriptProbe, AHangingOrCrashingProbeStopsTheStartWithOneLine) {
                              {{"TEST_WHAT", "hang"}, {"DL_PROBE_TIMEOUT", "8"}});
   EXPECT_EQ(hung.code, 81) << show(hung);
   // The first probe is the step's, at the plan's batch (the loader probes would come next).
-  const std::string log = ws_.string() + "/.dl/probes/step-64.log";
-  EXPECT_THAT(
-      hung.err,
-      HasSubstr("error: step probe (batch 64): stopped after 8 s without a result; log " + log));
+  EXPECT_THAT(hung.err,
+              HasSubstr("error: step probe (batch 64): stopped after 8 s without a result; log " +
+                        ws_.string() + "/.dl/probes/"));
+  const std::string log = named_log(hung.err);
+  EXPECT_THAT(log, EndsWith("-step-64.log"));
   EXPECT_EQ(hung.out, "");  // no plan: the run does not start with a wrong value
   EXPECT_TRUE(fs::exists(log));
 
@@ -301,9 +343,9 @@ TEST_F(ScriptProbe, AHangingOrCrashingProbeStopsTheStartWithOneLine) {
       launch({"--dry-run", "--", kPython, "mytrain.py"}, {{"TEST_WHAT", "crash"}});
   EXPECT_EQ(crashed.code, 81) << show(crashed);
   EXPECT_THAT(crashed.err, HasSubstr("step probe (batch 64): exit status 1, the script failed: "
-                                     "RuntimeError: the script's own bug; log " +
-                                     log));
-  EXPECT_THAT(read_file(log), HasSubstr("RuntimeError: the script's own bug"));
+                                     "RuntimeError: the script's own bug; log "));
+  const std::string crash_log = named_log(crashed.err);
+  EXPECT_THAT(read_file(crash_log), HasSubstr("RuntimeError: the script's own bug"));
   // One line says it, and no traceback reaches the terminal (it is in the log).
   EXPECT_EQ(count_of(crashed.err, "error: "), 1) << crashed.err;
   EXPECT_THAT(crashed.err, Not(HasSubstr("Traceback")));

@@ -2,6 +2,7 @@
 // stores in a real directory (other keys kept, newest last, bounded), and that a damaged file is
 // an empty cache rather than a failed launch.
 #include "launcher/batch_cache.h"
+#include "launcher/batch_tuner.h"
 
 #include "core/dir_fd.h"
 #include "support/temp_dir.h"
@@ -134,6 +135,27 @@ TEST(BatchCacheFormat, DamagedTextIsAnEmptyCache) {
   const auto entries = parse_batch_cache(mixed);
   ASSERT_EQ(entries.size(), 1u);
   EXPECT_EQ(entries[0].first, "b");
+}
+
+TEST_F(BatchCacheFiles, AProbeMadeBeforeTheSearchCountsInItsTime) {
+  // A program's first step probe is its handshake, made before the search and reused by it.
+  TuneRequest t;
+  t.probe.workspace = ws_;
+  t.key = cnn_key();
+  t.search.budget_bytes = 1000;
+  t.use_cache = false;
+  t.probe_fn = [](std::int64_t batch) {
+    ProbeResult r;
+    r.batch = batch;
+    r.peak_bytes = 100 + 10 * static_cast<std::uint64_t>(batch);
+    r.step_seconds = 0.01;
+    if (batch == 8) r.earlier_seconds = 5;
+    return r;
+  };
+  const BatchSearchRecord record = tune_batch_size(t);
+  EXPECT_GT(record.result.batch, 8);
+  EXPECT_GE(record.seconds, 5.0);
+  EXPECT_LT(record.seconds, 6.0);
 }
 
 TEST_F(BatchCacheFiles, PathIsInTheWorkspacesDotDl) {
