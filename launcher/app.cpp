@@ -772,7 +772,7 @@ int run(int argc, const char* const argv[]) {
     return init_main(std::vector<std::string>(argv + 2, argv + argc), std::cout);
   }
   // Before anything else: a mistyped subcommand must not start the default training.
-  if (const auto stray = stray_word(argc, argv, option_takes_value)) {
+  if (const auto stray = stray_word(argc, argv, option_accepts_value)) {
     throw UserError(exit_code::kUsage, *stray);
   }
   // dl-launch evaluate|predict: planned as training is, dl-train's subcommand started with it.

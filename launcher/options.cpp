@@ -330,6 +330,12 @@ bool option_takes_value(const std::string& name) {
   return o != nullptr && o->semantic()->min_tokens() > 0;
 }
 
+bool option_accepts_value(const std::string& name) {
+  static const po::options_description d = command_line_options();
+  const po::option_description* o = d.find_nothrow(name.size() == 1 ? "-" + name : name, false);
+  return o != nullptr && o->semantic()->max_tokens() > 0;
+}
+
 LaunchOptions parse_options(int argc, const char* const argv[]) {
   LaunchOptions opts;
   const std::vector<std::string> args = split_at_double_dash(argc, argv, &opts.command);

@@ -59,6 +59,10 @@ std::string usage_text();
 // Whether the launcher's option `name` ("workers", or the short "c") takes a value.
 bool option_takes_value(const std::string& name);
 
+// Whether the parser gives --name (or -n) the next argument when it is no option: also a flag's
+// (`--resume false`), whose value is optional.
+bool option_accepts_value(const std::string& name);
+
 // A memory size: plain bytes ("1048576", "1048576B"), or a number with a unit, case-insensitive,
 // a space allowed: K, M, G, T and KiB, MiB, GiB, TiB (and Ki, Mi, ...) are binary, as Docker's
 // --memory counts them; KB, MB, GB, TB are decimal (SI). "6GiB", "512 MiB", "2g", "1.5GiB".

@@ -68,15 +68,22 @@ bool write_all(int fd, const char* data, std::size_t size) {
   return true;
 }
 
+// One of a rank's two outputs: the read end of its stdout's pipe or its stderr's, and where a
+// shown rank's bytes go on the terminal (dl-launch's own stdout or stderr, as without a pipe).
+struct Stream {
+  Fd fd;
+  int terminal_fd = STDOUT_FILENO;
+  std::string partial;  // a shown line not yet ended, when lines are prefixed
+};
+
 struct Rank {
   const RankSpawn* spawn = nullptr;
   std::string log_path;
-  Fd log;
-  Fd out;  // read end of its stdout+stderr
+  Fd log;  // both streams, in the order they were read
+  Stream streams[2];
   pid_t pid = -1;
   bool running = false;
   int code = 0;
-  std::string partial;  // a shown line not yet ended, when lines are prefixed
 };
 
 // Creates (or, on --resume, appends to) <dir>/rank-N.log without following a link the user
@@ -131,14 +138,15 @@ ExecImage exec_image(const std::vector<std::string>& argv, const EnvList& env) {
 
 // In the child, between fork and exec: only async-signal-safe calls. A failure's errno goes
 // through `err_fd` (close-on-exec: the parent reads end-of-file when exec succeeds).
-[[noreturn]] void exec_rank(const ExecImage& img, const std::string& cwd, int out_fd, int err_fd,
+[[noreturn]] void exec_rank(const ExecImage& img, const std::string& cwd, int out_fd,
+                            int stderr_fd, int err_fd,
                             const cpu_set_t* cpus, const std::optional<Identity>& identity,
                             const sigset_t& old_mask) {
   auto fail = [err_fd](int stage) { child_failed(err_fd, stage); };
   setpgid(0, 0);
   const int null_fd = open("/dev/null", O_RDONLY);
   if (null_fd < 0 || dup2(null_fd, STDIN_FILENO) < 0) fail(1);
-  if (dup2(out_fd, STDOUT_FILENO) < 0 || dup2(out_fd, STDERR_FILENO) < 0) fail(1);
+  if (dup2(out_fd, STDOUT_FILENO) < 0 || dup2(stderr_fd, STDERR_FILENO) < 0) fail(1);
   if (cpus != nullptr && sched_setaffinity(0, sizeof(cpu_set_t), cpus) != 0) fail(2);
   if (chdir(cwd.c_str()) != 0) fail(3);
   // Groups first, the uid last: once the uid is dropped, the rest is not allowed.
@@ -172,6 +180,9 @@ void start_rank(const RankGroupSpec& spec, Rank& r, const sigset_t& old_mask) {
   int pipe_fds[2];
   if (pipe2(pipe_fds, O_CLOEXEC) != 0) throw std::runtime_error("pipe2 failed");
   Fd read_end(pipe_fds[0]), write_end(pipe_fds[1]);
+  int stderr_fds[2];
+  if (pipe2(stderr_fds, O_CLOEXEC) != 0) throw std::runtime_error("pipe2 failed");
+  Fd stderr_read(stderr_fds[0]), stderr_write(stderr_fds[1]);
   int err_fds[2];
   if (pipe2(err_fds, O_CLOEXEC) != 0) throw std::runtime_error("pipe2 failed");
   Fd err_read(err_fds[0]), err_write(err_fds[1]);
@@ -186,11 +197,15 @@ void start_rank(const RankGroupSpec& spec, Rank& r, const sigset_t& old_mask) {
 
   const pid_t pid = fork();
   if (pid < 0) throw std::runtime_error(std::string("fork failed: ") + std::strerror(errno));
-  if (pid == 0) exec_rank(img, spec.cwd, write_end.fd, err_write.fd, cpus, spec.identity, old_mask);
+  if (pid == 0) {
+    exec_rank(img, spec.cwd, write_end.fd, stderr_write.fd, err_write.fd, cpus, spec.identity,
+              old_mask);
+  }
   setpgid(pid, pid);  // also here, so the group exists before any signal is sent to it
   r.pid = pid;
   r.running = true;
   write_end.reset();
+  stderr_write.reset();
   err_write.reset();
   int e[2] = {0, 0};
   ssize_t n;
@@ -205,57 +220,63 @@ void start_rank(const RankGroupSpec& spec, Rank& r, const sigset_t& old_mask) {
                     "cannot start rank " + std::to_string(r.spawn->global_rank) + " (" +
                         spec.argv[0] + "): " + stage_text(e[0]) + ": " + std::strerror(e[1]));
   }
-  fcntl(read_end.fd, F_SETFL, fcntl(read_end.fd, F_GETFL) | O_NONBLOCK);
-  r.out = std::move(read_end);
+  for (Fd* end : {&read_end, &stderr_read}) {
+    fcntl(end->fd, F_SETFL, fcntl(end->fd, F_GETFL) | O_NONBLOCK);
+  }
+  r.streams[0].fd = std::move(read_end);
+  r.streams[0].terminal_fd = STDOUT_FILENO;
+  r.streams[1].fd = std::move(stderr_read);
+  r.streams[1].terminal_fd = STDERR_FILENO;
 }
 
-// The ranks' output: every byte to the log; a shown rank's to the terminal, by whole lines with
-// its prefix when lines are prefixed, else as it comes (a progress bar's \r passes through).
+// The ranks' output: every byte to the log; a shown rank's to the terminal, stdout to stdout and
+// stderr to stderr, by whole lines with its prefix when lines are prefixed, else as it comes (a
+// progress bar's \r passes through).
 class OutputPump {
  public:
   explicit OutputPump(bool prefix) : prefix_(prefix) {}
 
-  // Reads what `r` has; false at end of its output.
-  bool read_from(Rank& r) {
+  // Reads what the stream `s` of `r` has; false at its end.
+  bool read_from(Rank& r, Stream& s) {
     char buf[65536];
     while (true) {
-      const ssize_t n = read(r.out.fd, buf, sizeof buf);
+      const ssize_t n = read(s.fd.fd, buf, sizeof buf);
       if (n < 0 && errno == EINTR) continue;
       if (n < 0) return errno == EAGAIN || errno == EWOULDBLOCK;
       if (n == 0) {
-        finish(r);
+        finish(r, s);
         return false;
       }
       write_all(r.log.fd, buf, static_cast<std::size_t>(n));
-      if (r.spawn->shown) show(r, buf, static_cast<std::size_t>(n));
+      if (r.spawn->shown) show(r, s, buf, static_cast<std::size_t>(n));
     }
   }
 
-  void finish(Rank& r) {
-    if (r.spawn->shown && prefix_ && !r.partial.empty()) {
-      emit(r, r.partial + "\n");
-      r.partial.clear();
+  void finish(const Rank& r, Stream& s) {
+    if (r.spawn->shown && prefix_ && !s.partial.empty()) {
+      emit(r, s, s.partial + "\n");
+      s.partial.clear();
     }
-    r.out.reset();
+    s.fd.reset();
   }
 
  private:
-  void show(Rank& r, const char* data, std::size_t size) {
+  void show(const Rank& r, Stream& s, const char* data, std::size_t size) {
     if (!prefix_) {
-      write_all(STDOUT_FILENO, data, size);
+      write_all(s.terminal_fd, data, size);
       return;
     }
-    r.partial.append(data, size);
+    s.partial.append(data, size);
     std::size_t start = 0;
-    for (std::size_t nl; (nl = r.partial.find('\n', start)) != std::string::npos; start = nl + 1) {
-      emit(r, r.partial.substr(start, nl + 1 - start));
+    for (std::size_t nl; (nl = s.partial.find('\n', start)) != std::string::npos; start = nl + 1) {
+      emit(r, s, s.partial.substr(start, nl + 1 - start));
     }
-    r.partial.erase(0, start);
+    s.partial.erase(0, start);
   }
 
-  void emit(const Rank& r, const std::string& line) {
+  void emit(const Rank& r, const Stream& s, const std::string& line) {
     const std::string text = "[rank " + std::to_string(r.spawn->global_rank) + "] " + line;
-    write_all(STDOUT_FILENO, text.data(), text.size());
+    write_all(s.terminal_fd, text.data(), text.size());
   }
 
   bool prefix_;
@@ -373,11 +394,13 @@ class Group {
 void supervise_loop(Group& group, std::vector<Rank>& ranks, int sig_fd) {
   while (group.any_running()) {
     std::vector<pollfd> fds = {{sig_fd, POLLIN, 0}};
-    std::vector<Rank*> owners = {nullptr};
+    std::vector<std::pair<Rank*, Stream*>> owners = {{nullptr, nullptr}};
     for (auto& r : ranks) {
-      if (r.out.fd >= 0) {
-        fds.push_back({r.out.fd, POLLIN, 0});
-        owners.push_back(&r);
+      for (Stream& st : r.streams) {
+        if (st.fd.fd >= 0) {
+          fds.push_back({st.fd.fd, POLLIN, 0});
+          owners.emplace_back(&r, &st);
+        }
       }
     }
     const int n = poll(fds.data(), fds.size(), group.poll_timeout_ms());
@@ -390,7 +413,9 @@ void supervise_loop(Group& group, std::vector<Rank>& ranks, int sig_fd) {
       }
     }
     for (std::size_t i = 1; n > 0 && i < fds.size(); ++i) {
-      if (fds[i].revents & (POLLIN | POLLHUP | POLLERR)) group.pump().read_from(*owners[i]);
+      if (fds[i].revents & (POLLIN | POLLHUP | POLLERR)) {
+        group.pump().read_from(*owners[i].first, *owners[i].second);
+      }
     }
     group.reap();
     group.kill_if_due();
@@ -398,7 +423,9 @@ void supervise_loop(Group& group, std::vector<Rank>& ranks, int sig_fd) {
   // What the ranks wrote before they ended; a worker of theirs still holding the pipe does not
   // keep the launcher waiting.
   for (auto& r : ranks) {
-    if (r.out.fd >= 0 && group.pump().read_from(r)) group.pump().finish(r);
+    for (Stream& st : r.streams) {
+      if (st.fd.fd >= 0 && group.pump().read_from(r, st)) group.pump().finish(r, st);
+    }
   }
 }
 

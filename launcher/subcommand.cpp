@@ -24,7 +24,9 @@ std::optional<std::string> stray_word(int argc, const char* const argv[],
       if (is_long && a.find('=') != std::string::npos) continue;
       // "-n" alone names an option; "-cFILE" carries its value.
       const std::string name = is_long ? a.substr(2) : a.substr(1);
-      if ((is_long || a.size() == 2) && takes_value(name)) ++i;
+      if ((is_long || a.size() == 2) && takes_value(name) && i + 1 < argc && argv[i + 1][0] != '-') {
+        ++i;
+      }
       continue;
     }
     std::string line = "'" + a + "' is not a subcommand or an option";

@@ -132,11 +132,36 @@ TEST_F(LauncherRanks, EachRankHasItsLogAndTheTerminalShowsRankZero) {
     EXPECT_TRUE(contains(log, "hello from rank " + n + "\n")) << log;
     EXPECT_TRUE(contains(log, "complaint from rank " + n + "\n")) << log;
   }
+  // Each stream where it would go without dl-launch: stdout on stdout, stderr on stderr.
   EXPECT_TRUE(contains(r.out, "hello from rank 0\n")) << r.out;
-  EXPECT_TRUE(contains(r.out, "complaint from rank 0\n")) << r.out;
-  EXPECT_FALSE(contains(r.out, "from rank 1")) << r.out;
+  EXPECT_TRUE(contains(r.err, "complaint from rank 0\n")) << r.err;
+  EXPECT_FALSE(contains(r.out, "complaint")) << r.out;
+  EXPECT_FALSE(contains(r.out + r.err, "from rank 1")) << r.out;
   EXPECT_FALSE(contains(r.out, "[rank ")) << "one rank shown: no prefix\n" << r.out;
   EXPECT_TRUE(file_exists(run_dir + "/plan.json"));
+}
+
+// One process of a command after --: its output is logged as a rank's is, as it comes, so a
+// kill -9 of the program (or of dl-launch) loses nothing it printed.
+TEST_F(LauncherRanks, AScriptAloneIsLoggedAndAKillLosesNothingPrinted) {
+  const std::string script = rank_script(
+      "echo \"hello from rank $RANK\"\n"
+      "echo \"complaint from rank $RANK\" >&2\n"
+      "echo ready\n" +
+      wait_forever());
+  Process launcher(launch({"--workspace", ws.path(), "--name", "one", "--", script}), {},
+                   kOuterVars);
+  ASSERT_TRUE(launcher.wait_for_line("ready")) << launcher.out();
+  ASSERT_EQ(kill(pid_of(0), SIGKILL), 0);
+  const Result r = launcher.wait(std::chrono::seconds(30));
+  EXPECT_EQ(r.code, 128 + SIGKILL) << show(r);
+  const std::string log = read_file(ws / "runs/one/rank-0.log");
+  EXPECT_TRUE(contains(log, "hello from rank 0\n")) << log;
+  EXPECT_TRUE(contains(log, "complaint from rank 0\n")) << log;
+  EXPECT_TRUE(contains(log, "ready\n")) << log;
+  EXPECT_TRUE(contains(r.out, "hello from rank 0\n")) << r.out;
+  EXPECT_TRUE(contains(r.err, "complaint from rank 0\n")) << r.err;
+  EXPECT_FALSE(contains(r.out, "[rank ")) << r.out;
 }
 
 TEST_F(LauncherRanks, EveryRankGetsTheContractAndItsShare) {

@@ -81,8 +81,8 @@ TEST_F(LauncherRun, ChildGetsThePlanAsEnvironmentAndTheWorkspaceAsDirectory) {
   const std::string plan = read_file(run_dir + "/plan.json");
   EXPECT_TRUE(contains(plan, "\"run_name\": \"r1\"")) << plan;
   EXPECT_TRUE(contains(plan, "\"DL_BATCH_SIZE\": \"16\"")) << plan;
-  // Written atomically: no temporary file is left behind.
-  EXPECT_EQ(list_dir(run_dir), (std::vector<std::string>{"plan.json", "run.lock"}));
+  // Written atomically: no temporary file is left behind; the command's output is logged.
+  EXPECT_EQ(list_dir(run_dir), (std::vector<std::string>{"plan.json", "rank-0.log", "run.lock"}));
 }
 
 // --- Whose files: as root on a workspace that belongs to another user (the container on the host

@@ -12,7 +12,7 @@ namespace dl {
 namespace {
 
 std::optional<std::string> stray(std::vector<const char*> argv) {
-  return stray_word(static_cast<int>(argv.size()), argv.data(), option_takes_value);
+  return stray_word(static_cast<int>(argv.size()), argv.data(), option_accepts_value);
 }
 
 TEST(Subcommand, AMistypedSubcommandGetsTheNearestOne) {
@@ -32,8 +32,9 @@ TEST(Subcommand, AWordFarFromEverySubcommandSaysWhatGoesWhere) {
       << *line;
   // A command typed without --.
   EXPECT_TRUE(stray({"dl-launch", "--workspace", "ws", "python3", "train.py"}));
-  // --resume is a flag: its value goes with '=' (--resume=true), a word after it is stray.
-  EXPECT_EQ(stray({"dl-launch", "--resume", "true"})->substr(0, 8), "'true' i");
+  // A flag takes the word after it as its value (--resume false), but one word only.
+  EXPECT_FALSE(stray({"dl-launch", "--resume", "false"}));
+  EXPECT_EQ(stray({"dl-launch", "--resume", "false", "evalute"})->substr(0, 11), "'evalute' i");
   // The subcommand comes first.
   EXPECT_EQ(*stray({"dl-launch", "--workspace", "ws", "evaluate"}),
             "'evaluate' is not a subcommand or an option: did you mean dl-launch evaluate ...? "
