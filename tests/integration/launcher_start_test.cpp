@@ -264,6 +264,36 @@ TEST_F(LauncherStart, ResumeWithoutALastCheckpointIs66AndWritesNothing) {
   EXPECT_EQ(list_dir(ws), std::vector<std::string>{});
 }
 
+// A command after -- resumes from the last.pt dl_plan's TrainingState saves: without one the
+// start is refused as dl-train's is, before the program runs, in one line naming the file.
+TEST_F(LauncherStart, ResumeOfACommandWithoutALastCheckpointIs66AndStartsNothing) {
+  const std::string out = scratch / "env";
+  for (const bool from_env : {false, true}) {
+    SCOPED_TRACE(from_env ? "DL_RESUME=true" : "--resume");
+    std::vector<std::string> args = {"--workspace", ws, "--name", "never"};
+    if (!from_env) args.push_back("--resume");
+    args.insert(args.end(), {"--", kChild, "env", out});
+    const Result r = launch(args, from_env ? EnvVars{{"DL_RESUME", "true"}} : EnvVars{});
+    EXPECT_EQ(r.code, 66) << show(r);
+    const std::string line = "dl-launch error: --resume: " + ws +
+                             "/runs/never/last.pt does not exist; expected the last checkpoint "
+                             "of an earlier run under this --name (a script saves it with "
+                             "dl_plan's TrainingState, docs/python.md)\n";
+    EXPECT_EQ(r.err, line);
+    EXPECT_FALSE(file_exists(out)) << "the program ran";
+    EXPECT_EQ(list_dir(ws), std::vector<std::string>{}) << "the workspace was written";
+  }
+  // A run folder with other files but no last.pt (best.pt alone) is refused the same way.
+  mkdir((ws + "/runs").c_str(), 0755);
+  mkdir((ws + "/runs/best").c_str(), 0755);
+  write_file(ws + "/runs/best/best.pt", "best");
+  const Result best =
+      launch({"--workspace", ws, "--name", "best", "--resume", "--", kChild, "env", out});
+  EXPECT_EQ(best.code, 66) << show(best);
+  EXPECT_THAT(best.err, HasSubstr("runs/best/last.pt does not exist"));
+  EXPECT_FALSE(file_exists(out)) << "the program ran";
+}
+
 TEST_F(LauncherStart, AProgramThatRefusesItsInputLeavesNoRunDirectory) {
   const Result r = launch({"--workspace", ws, "--name", "bad", "--", kChild, "exit", "65"});
   EXPECT_EQ(r.code, 65) << show(r);
