@@ -219,6 +219,7 @@ class TrainingState:
         self.step = 0  # batches of it done
         self.global_step = 0  # batches trained in all, across epochs and restarts
         self.loaded = None  # the dict resume() read, for the script's own values
+        self.extra = {}  # the script's own plain values, saved with every save (a stop's too)
         self._resume_at = None  # (epoch, batches to skip) until batches() gets there
         self._rng_pending = None  # RNG states to put back before the resumed batch
         self._epoch_generator_state = None
@@ -245,7 +246,7 @@ class TrainingState:
 
     def state_dict(self, epoch=None, step=None, **extra):
         """The dict save() writes: plain tensors, state_dicts and numbers."""
-        for key in extra:
+        for key in list(self.extra) + list(extra):
             if key in KEYS:
                 raise ValueError(f"save({key}=...): {key!r} is the state's own key; give the "
                                  "value another name")
@@ -260,6 +261,7 @@ class TrainingState:
                "epoch": epoch, "epoch_step": step, "global_step": self.global_step,
                "global_batch": self._global_batch(), "order_seed": self.order_seed,
                "rng_state": _rng_state(getattr(self.loader, "generator", None))}
+        out.update(self.extra)
         out.update(extra)
         return out
 
@@ -349,28 +351,38 @@ class TrainingState:
 
     # ---- the epoch's batches
 
-    def batches(self, epoch):
+    def batches(self, epoch, limit=None):
         """The batches of epoch `epoch` of the loader (set_epoch called): the resumed epoch's from
-        the position on, the batches before it never loaded. After each batch's step, a stop
-        signal (on any rank) saves the state after that step and ends the process with exit
-        code 128 + the signal's number, as dl-train does."""
+        the position on, the batches before it never loaded; `limit`: at most that many of the
+        epoch (counted from its start, the resumed ones included). After each batch's step, a
+        stop signal (on any rank) saves the state after that step and ends the process with exit
+        code 128 + the signal's number, as dl-train does (check_stop()). The loader's iterator is
+        made here, not at the first batch (its workers start now, as with iter(loader))."""
         skip = 0
         if self._resume_at is not None and self._resume_at[0] == epoch:
             skip = self._resume_at[1]
         self._resume_at = None
         self.epoch, self.step = epoch, skip
-        self._check_stop()  # a signal between epochs (in validation, say): saved here
-        it = self._epoch_iterator(epoch, skip)
+        self.check_stop()  # a signal between epochs (in validation, say): saved here
+        if limit and skip >= limit:
+            it = iter(())
+        else:
+            it = self._epoch_iterator(epoch, skip)
         if self._rng_pending is not None:
             # After the iterator exists (which draws from no global stream), before its first
             # batch is loaded: the streams as the interrupted run had them at this point.
             _set_rng_state(self._rng_pending, getattr(self.loader, "generator", None))
             self._rng_pending = None
+        return self._steps(epoch, it, limit)
+
+    def _steps(self, epoch, it, limit):
         for batch in it:
             self.step += 1
             self.global_step += 1
             yield batch
-            self._check_stop()
+            self.check_stop()
+            if limit and self.step >= limit:
+                break  # before the next batch is loaded
         self.epoch, self.step = epoch + 1, 0
 
     def _epoch_iterator(self, epoch, skip):
@@ -421,7 +433,10 @@ class TrainingState:
 
     # ---- stopping
 
-    def _check_stop(self):
+    def check_stop(self):
+        """Where a stop signal came (on any rank: they agree), saves the state as it stands and
+        ends the process with exit code 128 + the signal's number; otherwise returns. batches()
+        calls it after each batch; a script with its own loop calls it after each step."""
         signum = self._agree(stop_requested())
         if not signum:
             return
