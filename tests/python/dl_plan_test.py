@@ -468,6 +468,35 @@ class ProbeTest(unittest.TestCase):
                 self.assertIn(words, proc.stderr)
         self.assertFalse(os.path.exists(os.path.join(self.dir, "elsewhere")))
 
+    def test_a_fast_loader_from_the_plans_defaults_is_measured_at_the_probes_workers(self):
+        # dl_loader.Loader's surface (FakeFastLoader: workers, batch size and seed default to the
+        # plan's, as dl_loader's do); Python.DlLoader runs the same probe on the real module.
+        script = os.path.join(self.dir, "fast.py")
+        with open(script, "w") as f:
+            f.write(textwrap.dedent(f"""\
+                import sys
+                sys.path.insert(0, {os.path.dirname(os.path.abspath(__file__))!r})
+                sys.argv[1:] = ["--module-dir", {MODULE_DIR!r}]
+                import dl_plan
+                from dl_plan_test import FakeFastLoader
+                dl_plan.setup(workers=1)  # the script's own --workers: the probe's value wins
+                loader = dl_plan.loader(FakeFastLoader(size=48))
+                print("trained to the end")
+            """))
+        result = os.path.join(self.dir, "fast.jsonl")
+        e = clean_env(DL_PROBE="loader", DL_PROBE_RESULT=result, DL_PROBE_PROTOCOL=1,
+                      DL_DEVICE="cpu", DL_WORKERS=3, DL_BATCH_SIZE=4, DL_PROBE_BATCHES=5)
+        proc = subprocess.run([sys.executable, script], env=e, cwd=self.dir,
+                              capture_output=True, text=True, timeout=300)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        self.assertNotIn("trained to the end", proc.stdout)
+        with open(result) as f:
+            r = [json.loads(line) for line in f][-1]
+        # 12 batches an epoch: the warm-up (1 + 3 workers x 2) and 5 timed run into a 2nd epoch.
+        self.assertEqual((r["kind"], r["workers"], r["batch"], r["batches"], r["samples"],
+                          r["error"]), ("loader", 3, 4, 5, 20, ""))
+        self.assertGreater(r["samples_per_second"], 0)
+
     def test_outside_a_probe_both_calls_cost_nothing(self):
         e = clean_env(DL_WORKERS=0, DL_BATCH_SIZE=64, TEST_EPOCHS=1, DL_DEVICE="cpu")
         proc = subprocess.run([sys.executable, self.script], env=e, cwd=self.dir,
