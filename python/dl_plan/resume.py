@@ -42,12 +42,17 @@ def _on_stop(signum, _frame):
     global _stop_signal
     if not _stop_signal:
         _stop_signal = signum
+    elif signum == signal.SIGINT:
+        # A second Ctrl-C at a terminal: the user will not wait for the step (dl-launch's own
+        # second signal is a kill after its grace period).
+        raise KeyboardInterrupt
 
 
 def catch_stop():
     """From now on SIGTERM, SIGINT and SIGHUP (what dl-launch forwards: docker stop, scancel,
-    Ctrl-C) set a flag instead of ending the process: stop_requested() says which came. Only
-    the main thread may install handlers; elsewhere this does nothing."""
+    Ctrl-C) set a flag instead of ending the process: stop_requested() says which came (a second
+    Ctrl-C raises KeyboardInterrupt). Only the main thread may install handlers; elsewhere this
+    does nothing."""
     if threading.current_thread() is not threading.main_thread():
         return
     for s in STOP_SIGNALS:

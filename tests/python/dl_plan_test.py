@@ -13,6 +13,7 @@ import argparse
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -599,6 +600,24 @@ class ResumeTest(unittest.TestCase):
         a = torch.load(os.path.join(self.dir, "whole", "final.pt"))
         b = torch.load(os.path.join(run, "final.pt"))
         self.assertTrue(all(torch.equal(a[k], b[k]) for k in a))
+
+    def test_a_stop_signal_is_a_flag_and_a_second_ctrl_c_interrupts(self):
+        script = textwrap.dedent("""\
+            import os, signal, dl_plan
+            print(dl_plan.stop_requested())
+            dl_plan.catch_stop()
+            os.kill(os.getpid(), signal.SIGHUP)
+            os.kill(os.getpid(), signal.SIGTERM)
+            print(dl_plan.stop_requested())  # the first one received
+            try:
+                os.kill(os.getpid(), signal.SIGINT)
+            except KeyboardInterrupt:
+                print("interrupted")
+        """)
+        r = subprocess.run([sys.executable, "-c", script], env=clean_env(), cwd=self.dir,
+                           capture_output=True, text=True, timeout=120)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stdout.split(), ["0", str(int(signal.SIGHUP)), "interrupted"])
 
     def test_resume_without_last_pt_is_66_and_a_probe_never_resumes(self):
         r = self.run_script(os.path.join(self.dir, "none"), DL_RESUME="true")
