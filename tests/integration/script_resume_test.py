@@ -211,7 +211,6 @@ def main():
     if subprocess.run([PYTHON, "-c", "import torch"], capture_output=True).returncode != 0:
         print(f"SKIPPED: {PYTHON} has no torch (apt-get install python3-torch)")
         return 77
-    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     result = unittest.main(argv=[sys.argv[0]] + rest, exit=False, verbosity=2).result
     return 0 if result.wasSuccessful() else 1
 

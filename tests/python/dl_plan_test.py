@@ -764,8 +764,6 @@ class ResumeTest(unittest.TestCase):
     def resumed_order(self, make_loader, stop_at, epochs=3):
         """(the batches of an uninterrupted run, those of a run stopped after batch `stop_at` of
         epoch 1 and resumed, the samples the resumed run loaded)."""
-        import dl_plan
-
         def run(resume_at):
             loaded = []
             loader = make_loader(loaded)
@@ -784,7 +782,6 @@ class ResumeTest(unittest.TestCase):
 
         whole, _ = run(False)
         resumed, loaded = run(True)
-        del dl_plan
         return whole, resumed, loaded
 
     def test_the_resumed_epoch_keeps_its_order_and_loads_only_what_is_left(self):
