@@ -174,7 +174,15 @@ TEST_F(LauncherStart, EveryFormOfEverySettingReachesTheProgram) {
     base.insert(base.end(), {"--", kChild, "exit", "0"});
     // The forms that give every setting give --nvml-library (the fake) too.
     if (form != Form::kBare) base.insert(base.begin(), kLaunch);
+    // The bare form gives --resume, which a command's run resumes from its last.pt: one saved.
+    const std::string last = ws + "/runs/r1/last.pt";
+    if (form == Form::kBare) {
+      mkdir((ws + "/runs").c_str(), 0755);
+      mkdir((ws + "/runs/r1").c_str(), 0755);
+      write_file(last, "saved");
+    }
     const Result r = form == Form::kBare ? launch(base, env) : run(base, env, kSchedulerVars);
+    unlink(last.c_str());  // the later forms start run r1 afresh
     ASSERT_EQ(r.code, 0) << show(r);
     const auto doc = parse_json(r.out);
     ASSERT_TRUE(doc) << r.out;
