@@ -133,20 +133,24 @@ void check_data(const LaunchOptions& opts, const Launch& launch) {
 }
 
 // What this start would do to the run directory, checked where rank 0 runs (the other nodes take
-// its word, as dl-train does): dl-train's --resume needs a last.pt (or --init-from's weights), and
-// a fresh start does not replace an earlier run's checkpoints without --overwrite.
+// its word, as dl-train does): --resume needs a last.pt (dl-train's, or --init-from's weights; a
+// command's, which dl_plan's TrainingState saves), and a fresh start does not replace an earlier
+// run's checkpoints without --overwrite.
 void check_run_dir(const LaunchOptions& opts, const Launch& launch) {
   if (launch.plan.topology.first_rank != 0) return;
   const ActAs owner(launch.run_as);
   const std::vector<std::string> saved = run_checkpoints(launch.run_dir);
   const bool has_last = std::find(saved.begin(), saved.end(), "last.pt") != saved.end();
-  if (opts.resume && launch.request.default_program && !has_last && !opts.init_from_given) {
+  const bool dl_train = launch.request.default_program;
+  if (opts.resume && !has_last && !(dl_train && opts.init_from_given)) {
     const std::string named =
         opts.run_name.empty() ? "; no --name was given (runs/ lists the names)" : "";
+    const std::string saver = dl_train ? "" : " (a script saves it with dl_plan's TrainingState, "
+                                              "docs/python.md)";
     throw UserError(exit_code::kMissing, "--resume: " + launch.run_dir +
                                              "/last.pt does not exist; expected the last "
                                              "checkpoint of an earlier run under this --name" +
-                                             named);
+                                             saver + named);
   }
   if (!opts.resume && !opts.overwrite) refuse_overwrite(launch.run_dir);
 }

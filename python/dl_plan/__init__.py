@@ -11,6 +11,15 @@ it (the data workers, the largest batch that fits). Pure Python over torch.
         with dl_plan.step(), plan.autocast():
             ...
 
+To be stopped and resumed (dl_plan.resume): a TrainingState saves last.pt, goes on at the next
+batch under --resume, and ends after the step in progress on a stop signal:
+
+    state = dl_plan.TrainingState(model, optimizer, loader, scaler=scaler, scheduler=scheduler)
+    for epoch in range(state.resume(), epochs):
+        for batch in state.batches(epoch):
+            ...
+        state.save(epoch + 1)
+
 Under dl-launch the values are the plan's (DL_* variables, torchrun's RANK family); run alone,
 the script gets the defaults dl-launch would apply, and the workspace's dl.conf as dl-launch
 reads it (`dl_plan.setting("epochs", 10)` for the script's own settings). docs/python.md says
@@ -25,13 +34,14 @@ from dl_plan.errors import PlanError
 from dl_plan.loading import dataloader_kwargs, set_epoch
 from dl_plan.plan_env import GIVEN, Plan, Setting, read_plan, usable_cores
 from dl_plan.precision import autocast, grad_scaler
+from dl_plan.resume import TrainingState, catch_stop, stop_requested
 from dl_plan import probe as _probe
 from dl_plan._version import __version__
 PROTOCOL = _probe.PROTOCOL
 
-__all__ = ["Plan", "PlanError", "Setting", "autocast", "config", "dataloader_kwargs",
-           "grad_scaler", "is_main", "loader", "plan", "probing", "set_epoch", "setting", "setup",
-           "step", "usable_cores", "wrap"]
+__all__ = ["Plan", "PlanError", "Setting", "TrainingState", "autocast", "catch_stop", "config",
+           "dataloader_kwargs", "grad_scaler", "is_main", "loader", "plan", "probing", "set_epoch",
+           "setting", "setup", "step", "stop_requested", "usable_cores", "wrap"]
 
 _plan_cache = None
 _config_cache = None

@@ -174,7 +174,15 @@ TEST_F(LauncherStart, EveryFormOfEverySettingReachesTheProgram) {
     base.insert(base.end(), {"--", kChild, "exit", "0"});
     // The forms that give every setting give --nvml-library (the fake) too.
     if (form != Form::kBare) base.insert(base.begin(), kLaunch);
+    // The bare form gives --resume, which a command's run resumes from its last.pt: one saved.
+    const std::string last = ws + "/runs/r1/last.pt";
+    if (form == Form::kBare) {
+      mkdir((ws + "/runs").c_str(), 0755);
+      mkdir((ws + "/runs/r1").c_str(), 0755);
+      write_file(last, "saved");
+    }
     const Result r = form == Form::kBare ? launch(base, env) : run(base, env, kSchedulerVars);
+    unlink(last.c_str());  // the later forms start run r1 afresh
     ASSERT_EQ(r.code, 0) << show(r);
     const auto doc = parse_json(r.out);
     ASSERT_TRUE(doc) << r.out;
@@ -262,6 +270,36 @@ TEST_F(LauncherStart, ResumeWithoutALastCheckpointIs66AndWritesNothing) {
       launch({"--workspace", ws, "--name", "never", "--trainer", kChild}, {{"DL_RESUME", "true"}});
   EXPECT_EQ(env.code, 66) << show(env);
   EXPECT_EQ(list_dir(ws), std::vector<std::string>{});
+}
+
+// A command after -- resumes from the last.pt dl_plan's TrainingState saves: without one the
+// start is refused as dl-train's is, before the program runs, in one line naming the file.
+TEST_F(LauncherStart, ResumeOfACommandWithoutALastCheckpointIs66AndStartsNothing) {
+  const std::string out = scratch / "env";
+  for (const bool from_env : {false, true}) {
+    SCOPED_TRACE(from_env ? "DL_RESUME=true" : "--resume");
+    std::vector<std::string> args = {"--workspace", ws, "--name", "never"};
+    if (!from_env) args.push_back("--resume");
+    args.insert(args.end(), {"--", kChild, "env", out});
+    const Result r = launch(args, from_env ? EnvVars{{"DL_RESUME", "true"}} : EnvVars{});
+    EXPECT_EQ(r.code, 66) << show(r);
+    const std::string line = "dl-launch error: --resume: " + ws +
+                             "/runs/never/last.pt does not exist; expected the last checkpoint "
+                             "of an earlier run under this --name (a script saves it with "
+                             "dl_plan's TrainingState, docs/python.md)\n";
+    EXPECT_EQ(r.err, line);
+    EXPECT_FALSE(file_exists(out)) << "the program ran";
+    EXPECT_EQ(list_dir(ws), std::vector<std::string>{}) << "the workspace was written";
+  }
+  // A run folder with other files but no last.pt (best.pt alone) is refused the same way.
+  mkdir((ws + "/runs").c_str(), 0755);
+  mkdir((ws + "/runs/best").c_str(), 0755);
+  write_file(ws + "/runs/best/best.pt", "best");
+  const Result best =
+      launch({"--workspace", ws, "--name", "best", "--resume", "--", kChild, "env", out});
+  EXPECT_EQ(best.code, 66) << show(best);
+  EXPECT_THAT(best.err, HasSubstr("runs/best/last.pt does not exist"));
+  EXPECT_FALSE(file_exists(out)) << "the program ran";
 }
 
 TEST_F(LauncherStart, AProgramThatRefusesItsInputLeavesNoRunDirectory) {

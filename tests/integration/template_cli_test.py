@@ -272,6 +272,52 @@ class TrainPyCommandLine(unittest.TestCase):
         self.assertRefused(self.run_train(run + ["--overwrite", "--resume"]), 64, "--resume",
                            "--overwrite")
 
+    def test_a_stop_mid_epoch_resumes_at_the_next_batch_with_the_same_weights(self):
+        # 40 samples, batch 4: 10 batches an epoch. SIGTERM once a progress line of epoch 2 is
+        # out: last.pt holds the position, and --resume trains only the batches left.
+        run = ["--data", "data", "--batch-size", "4", "--workers", "0", "--threads", "1",
+               "--log-every", "1", "--json", "--epochs", "3"]
+        whole = self.run_train(run + ["--run-dir", "runs/whole"])
+        self.assertEqual(self.epochs_run(whole), [1, 2, 3])
+        clean = {k: v for k, v in os.environ.items() if not k.startswith("DL_")}
+        clean["PYTHONPATH"] = MODULE_DIR
+        proc = subprocess.Popen([PYTHON, "python/train.py"] + run + ["--run-dir", "runs/r"],
+                                cwd=self.ws, env=clean, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True)
+        try:
+            epoch_lines = 0
+            for line in proc.stderr:
+                epoch_lines += line.startswith("epoch 1/3")
+                if epoch_lines and line.startswith("batch 2/10"):
+                    proc.send_signal(15)
+                    break
+            _, err = proc.communicate(timeout=300)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+        self.assertEqual(proc.returncode, 143, err)
+        self.assertIn("SIGTERM received in epoch 2 after ", err)
+        saved = self.checkpoint()
+        self.assertEqual(saved["epoch"], 1)
+        step = int(subprocess.run(
+            [PYTHON, "-c", "import sys, torch; print(torch.load(sys.argv[1])['epoch_step'])",
+             os.path.join(self.ws, "runs/r/last.pt")], capture_output=True, text=True,
+            check=True).stdout)
+        self.assertGreaterEqual(step, 2)
+        r = self.run_train(run + ["--run-dir", "runs/r", "--resume"])
+        self.assertEqual(self.epochs_run(r), [2, 3])
+        if step < 10:
+            self.assertIn(f"continuing with epoch 2 of 3 at batch {step + 1}", r.stderr)
+        self.assertEqual(json.loads(r.stdout.splitlines()[0])["samples"], 4 * (10 - step))
+        check = subprocess.run(
+            [PYTHON, "-c", "import sys, torch\n"
+             "a, b = (torch.load(p)['model_state_dict'] for p in sys.argv[1:])\n"
+             "print(all(torch.equal(a[k], b[k]) for k in a))",
+             os.path.join(self.ws, "runs/whole/last.pt"), os.path.join(self.ws, "runs/r/last.pt")],
+            capture_output=True, text=True, timeout=120)
+        self.assertEqual(check.stdout.strip(), "True", check.stderr)
+
     def test_resume_without_last_pt_is_66(self):
         r = self.run_train(CHEAP + ["--run-dir", "runs/none", "--resume"])
         self.assertRefused(r, 66, os.path.join(self.ws, "runs/none/last.pt"))

@@ -123,7 +123,8 @@ TEST_F(TemplatePython, TrainPyUnderDlLaunchTakesThePlanAndSavesCheckpoints) {
 }
 
 // docker stop: dl-launch forwards SIGTERM to the program's group (train.py and its DataLoader
-// worker); train.py ends the epoch early, saves last.pt and exits 128+15.
+// worker); train.py finishes the step in progress, saves last.pt with its position in the epoch
+// (dl_plan.TrainingState) and exits 128+15.
 TEST_F(TemplatePython, TrainPySavesLastPtOnAStopSignal) {
   // stderr joins stdout, where the test can wait for a progress line before signalling.
   Process p({kLaunch,

@@ -619,6 +619,68 @@ TEMPLATE = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file_
                                         "workspace_template", "python", "train.py"))
 
 
+class DlPlanTest(Scratch):
+    """dl_plan with the real module: dl_plan.loader() takes a dl_loader.Loader (a loader probe
+    measures it at the probe's workers), and TrainingState resumes one inside an epoch with the
+    batches of a run that never stopped (order and augmentation are functions of the seed, the
+    epoch and the sample)."""
+
+    def setUp(self):
+        super().setUp()
+        write_folder(os.path.join(self.dir, "img"), ["a", "b"], 12, size=(60, 50))
+
+    def test_a_loader_probe_measures_a_loader_built_from_the_plans_defaults(self):
+        script = os.path.join(self.dir, "train.py")
+        with open(script, "w") as f:
+            f.write(textwrap.dedent(f"""\
+                import dl_loader, dl_plan
+                plan = dl_plan.setup(workers=1)  # the script's own value: the probe's wins
+                loader = dl_plan.loader(dl_loader.Loader({os.path.join(self.dir, "img")!r},
+                                                         image_size=32))
+                print("trained to the end")
+            """))
+        result = os.path.join(self.dir, "probe.jsonl")
+        env = dict(os.environ, PYTHONPATH=MODULE_DIR, DL_PROBE="loader", DL_PROBE_RESULT=result,
+                   DL_PROBE_PROTOCOL="1", DL_WORKERS="2", DL_BATCH_SIZE="4", DL_PROBE_BATCHES="6")
+        proc = subprocess.run([sys.executable, script], env=env, cwd=self.dir,
+                              capture_output=True, text=True, timeout=300)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        self.assertNotIn("trained to the end", proc.stdout)
+        with open(result) as f:
+            r = [json.loads(line) for line in f][-1]
+        self.assertEqual((r["kind"], r["workers"], r["batch"], r["batches"], r["samples"],
+                          r["error"]), ("loader", 2, 4, 6, 24, ""))
+        self.assertGreater(r["samples_per_second"], 0)
+
+    def test_training_state_resumes_a_fast_loader_inside_an_epoch(self):
+        import dl_plan
+
+        def run(stop_at=None, resume=False):
+            loader = dl_loader.Loader(os.path.join(self.dir, "img"), batch_size=4, workers=2,
+                                      seed=3, image_size=32, drop_last=True)
+            model = torch.nn.Linear(1, 1)
+            state = dl_plan.TrainingState(model, torch.optim.SGD(model.parameters(), lr=0.1),
+                                          loader, run_dir=os.path.join(self.dir, "run"))
+            batches = []
+            for epoch in range(state.resume(resume, quiet=True), 2):
+                for images, labels in state.batches(epoch):
+                    batches.append((images.clone(), labels.clone()))
+                    if (epoch, state.step) == stop_at:
+                        state.save()
+                        return batches
+                state.save(epoch + 1)
+            return batches
+
+        whole = run()
+        self.assertEqual(len(whole), 12)
+        run(stop_at=(1, 2))
+        resumed = run(resume=True)
+        self.assertEqual(len(resumed), 4)
+        for (xa, ya), (xb, yb) in zip(whole[8:], resumed):
+            self.assertTrue(torch.equal(ya, yb))
+            self.assertTrue(torch.equal(xa, xb))  # the same crops and flips
+
+
 class TemplateTest(Scratch):
     """The workspace template's train.py on dl_loader (--loader dl) and on torch's DataLoader."""
 

@@ -13,6 +13,7 @@ import argparse
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -468,12 +469,396 @@ class ProbeTest(unittest.TestCase):
                 self.assertIn(words, proc.stderr)
         self.assertFalse(os.path.exists(os.path.join(self.dir, "elsewhere")))
 
+    def test_a_fast_loader_from_the_plans_defaults_is_measured_at_the_probes_workers(self):
+        # dl_loader.Loader's surface (FakeFastLoader: workers, batch size and seed default to the
+        # plan's, as dl_loader's do); Python.DlLoader runs the same probe on the real module.
+        script = os.path.join(self.dir, "fast.py")
+        with open(script, "w") as f:
+            f.write(textwrap.dedent(f"""\
+                import sys
+                sys.path.insert(0, {os.path.dirname(os.path.abspath(__file__))!r})
+                sys.argv[1:] = ["--module-dir", {MODULE_DIR!r}]
+                import dl_plan
+                from dl_plan_test import FakeFastLoader
+                dl_plan.setup(workers=1)  # the script's own --workers: the probe's value wins
+                loader = dl_plan.loader(FakeFastLoader(size=48))
+                print("trained to the end")
+            """))
+        result = os.path.join(self.dir, "fast.jsonl")
+        e = clean_env(DL_PROBE="loader", DL_PROBE_RESULT=result, DL_PROBE_PROTOCOL=1,
+                      DL_DEVICE="cpu", DL_WORKERS=3, DL_BATCH_SIZE=4, DL_PROBE_BATCHES=5)
+        proc = subprocess.run([sys.executable, script], env=e, cwd=self.dir,
+                              capture_output=True, text=True, timeout=300)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        self.assertNotIn("trained to the end", proc.stdout)
+        with open(result) as f:
+            r = [json.loads(line) for line in f][-1]
+        # 12 batches an epoch: the warm-up (1 + 3 workers x 2) and 5 timed run into a 2nd epoch.
+        self.assertEqual((r["kind"], r["workers"], r["batch"], r["batches"], r["samples"],
+                          r["error"]), ("loader", 3, 4, 5, 20, ""))
+        self.assertGreater(r["samples_per_second"], 0)
+
     def test_outside_a_probe_both_calls_cost_nothing(self):
         e = clean_env(DL_WORKERS=0, DL_BATCH_SIZE=64, TEST_EPOCHS=1, DL_DEVICE="cpu")
         proc = subprocess.run([sys.executable, self.script], env=e, cwd=self.dir,
                               capture_output=True, text=True, timeout=300)
         self.assertEqual(proc.returncode, 0, proc.stderr)
         self.assertIn("trained to the end", proc.stdout)
+
+
+RESUME_SCRIPT = textwrap.dedent("""\
+    # A training loop on dl_plan.TrainingState: the samples each batch loads are printed, and
+    # TEST_SIGNAL_AT=epoch:batch sends this process SIGTERM inside that batch's step.
+    import os, signal, sys, torch
+    from torch.utils.data import DataLoader, Dataset
+    import dl_plan
+
+    class Recorded(Dataset):
+        def __len__(self):
+            return 48
+        def __getitem__(self, i):
+            print(f"loaded {i}", flush=True)
+            return torch.full((4,), float(i)) + torch.rand(4), i % 3
+
+    plan = dl_plan.setup()
+    data = Recorded()
+    loader = dl_plan.loader(DataLoader(data, **plan.dataloader_kwargs(data)))
+    model = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.Dropout(0.5),
+                                torch.nn.Linear(8, 3))
+    optimizer = torch.optim.AdamW(model.parameters(), lr=0.01)
+    scheduler = torch.optim.lr_scheduler.StepLR(optimizer, 1, gamma=0.5)
+    state = dl_plan.TrainingState(model, optimizer, loader, scaler=plan.grad_scaler(),
+                                  scheduler=scheduler)
+    for epoch in range(state.resume(), 3):
+        for x, y in state.batches(epoch):
+            with dl_plan.step():
+                loss = torch.nn.functional.cross_entropy(model(x), y)
+                optimizer.zero_grad()
+                loss.backward()
+                optimizer.step()
+            print(f"trained {epoch} {state.step} {state.global_step} {loss.item():.8f}",
+                  flush=True)
+            if os.environ.get("TEST_SIGNAL_AT") == f"{epoch}:{state.step}":
+                os.kill(os.getpid(), signal.SIGTERM)
+        scheduler.step()
+        state.save(epoch + 1)
+    torch.save(model.state_dict(), os.path.join(plan.run_dir, "final.pt"))
+""")
+
+
+def lines_of(out, word):
+    return [line.split()[1:] for line in out.splitlines() if line.startswith(word + " ")]
+
+
+class ResumeTest(unittest.TestCase):
+    """dl_plan.TrainingState: the file it writes, who writes it, how, and where a resumed run
+    goes on."""
+
+    def setUp(self):
+        self.dir = tempfile.mkdtemp(prefix="dl_plan_resume.")
+        self.addCleanup(shutil.rmtree, self.dir, ignore_errors=True)
+        self.script = os.path.join(self.dir, "train.py")
+        with open(self.script, "w") as f:
+            f.write(RESUME_SCRIPT)
+
+    def run_script(self, run_dir, **env):
+        e = clean_env(DL_RUN_DIR=run_dir, DL_WORKERS=0, DL_THREADS=1, DL_BATCH_SIZE=8,
+                      DL_DEVICE="cpu", **env)
+        return subprocess.run([sys.executable, self.script], env=e, cwd=self.dir,
+                              capture_output=True, text=True, timeout=300)
+
+    def small_state(self, run_dir, loader=None, **kw):
+        import dl_plan
+
+        model = torch.nn.Linear(4, 3)
+        optimizer = torch.optim.AdamW(model.parameters(), lr=0.1)
+        scheduler = torch.optim.lr_scheduler.StepLR(optimizer, 1)
+        return dl_plan.TrainingState(model, optimizer, loader, scheduler=scheduler,
+                                     run_dir=run_dir, **kw)
+
+    def test_a_stopped_run_resumes_at_the_next_batch_and_ends_bitwise_equal(self):
+        whole = self.run_script(os.path.join(self.dir, "whole"))
+        self.assertEqual(whole.returncode, 0, whole.stderr)
+        run = os.path.join(self.dir, "stopped")
+        first = self.run_script(run, TEST_SIGNAL_AT="1:2")
+        self.assertEqual(first.returncode, 128 + 15, first.stderr)  # dl-train's: 128 + SIGTERM
+        self.assertIn("dl_plan: SIGTERM received in epoch 2 after 2 of 6 batches (step 8): saved "
+                      + os.path.join(run, "last.pt"), first.stderr)
+        self.assertEqual(lines_of(first.stdout, "trained")[-1][:3], ["1", "2", "8"])
+        saved = torch.load(os.path.join(run, "last.pt"))
+        self.assertEqual((saved["epoch"], saved["epoch_step"], saved["global_step"]), (1, 2, 8))
+        second = self.run_script(run, DL_RESUME="true")
+        self.assertEqual(second.returncode, 0, second.stderr)
+        self.assertIn("going on at epoch 2, batch 3", second.stderr)
+        # The steps after the stop are the uninterrupted run's, loss for loss, and the samples
+        # loaded are only those of the batches not yet trained.
+        trained = lines_of(whole.stdout, "trained")
+        self.assertEqual(lines_of(first.stdout, "trained") + lines_of(second.stdout, "trained"),
+                         trained)
+        loaded = [int(i[0]) for i in lines_of(whole.stdout, "loaded")]
+        self.assertEqual([int(i[0]) for i in lines_of(second.stdout, "loaded")], loaded[8 * 8:])
+        a = torch.load(os.path.join(self.dir, "whole", "final.pt"))
+        b = torch.load(os.path.join(run, "final.pt"))
+        self.assertTrue(all(torch.equal(a[k], b[k]) for k in a))
+
+    def test_a_stop_signal_is_a_flag_and_a_second_ctrl_c_interrupts(self):
+        script = textwrap.dedent("""\
+            import os, signal, dl_plan
+            print(dl_plan.stop_requested())
+            dl_plan.catch_stop()
+            os.kill(os.getpid(), signal.SIGHUP)
+            os.kill(os.getpid(), signal.SIGTERM)
+            print(dl_plan.stop_requested())  # the first one received
+            try:
+                os.kill(os.getpid(), signal.SIGINT)
+            except KeyboardInterrupt:
+                print("interrupted")
+        """)
+        r = subprocess.run([sys.executable, "-c", script], env=clean_env(), cwd=self.dir,
+                           capture_output=True, text=True, timeout=120)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stdout.split(), ["0", str(int(signal.SIGHUP)), "interrupted"])
+
+    def test_resume_without_last_pt_is_66_and_a_probe_never_resumes(self):
+        r = self.run_script(os.path.join(self.dir, "none"), DL_RESUME="true")
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("PlanError: --resume: " + os.path.join(self.dir, "none", "last.pt")
+                      + " does not exist", r.stderr)
+        # dl-launch hands a probe the run's DL_RESUME, with a scratch run directory: no resume.
+        result = os.path.join(self.dir, "probe.jsonl")
+        r = self.run_script(os.path.join(self.dir, "scratch"), DL_RESUME="true", DL_PROBE="step",
+                            DL_PROBE_RESULT=result, DL_PROBE_PROTOCOL=1)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertFalse(os.path.exists(os.path.join(self.dir, "scratch")), "a probe saved")
+
+    def test_the_file_is_plain_data_that_torch_load_reads_without_dl_plan(self):
+        run = os.path.join(self.dir, "run")
+        state = self.small_state(run)
+        state.optimizer.zero_grad()
+        state.model(torch.ones(2, 4)).sum().backward()
+        state.optimizer.step()
+        state.global_step = 1
+        path = state.save(3, 1, best_acc=0.5)
+        self.assertEqual(path, os.path.join(run, "last.pt"))
+        # Another Python without dl_plan on its path: no class of the module is pickled.
+        env = {k: v for k, v in os.environ.items() if k not in PLAN_VARS and k != "PYTHONPATH"}
+        r = subprocess.run([sys.executable, "-c", textwrap.dedent("""\
+            import sys, torch
+            c = torch.load(sys.argv[1])
+            assert "dl_plan" not in sys.modules
+            def kinds(v):
+                if isinstance(v, dict):
+                    return set().union(*(kinds(x) for x in v.values())) | {"dict"}
+                if isinstance(v, (list, tuple)):
+                    return set().union(set(), *(kinds(x) for x in v)) | {"list"}
+                return {type(v).__name__}
+            print(sorted(kinds(c)), c["epoch"], c["epoch_step"], c["global_step"], c["best_acc"])
+            """), path], env=env, cwd=self.dir, capture_output=True, text=True, timeout=120)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        kinds, rest = r.stdout.split("]", 1)
+        self.assertLessEqual(set(eval(kinds + "]")),  # noqa: S307 - the test's own output
+                             {"Tensor", "dict", "list", "int", "float", "bool", "str",
+                              "NoneType"})
+        self.assertEqual(rest.split(), ["3", "1", "1", "0.5"])
+        # Loaded into a fresh model and optimizer: the same state, bit for bit.
+        fresh = self.small_state(run)
+        self.assertEqual(fresh.resume(True, quiet=True), 3)
+        self.assertEqual((fresh.epoch, fresh.step, fresh.global_step), (3, 1, 1))
+        for k, v in state.model.state_dict().items():
+            self.assertTrue(torch.equal(v, fresh.model.state_dict()[k]), k)
+        moments = lambda o: [t for s in o.state_dict()["state"].values()  # noqa: E731
+                             for t in s.values()]
+        self.assertTrue(all(torch.equal(a, b) for a, b in zip(moments(state.optimizer),
+                                                              moments(fresh.optimizer))))
+        self.assertEqual(fresh.loaded["best_acc"], 0.5)
+        with self.assertRaises(ValueError):
+            state.save(epoch_step=2)  # the state's own key
+
+    def test_the_model_inside_ddp_is_saved_bare(self):
+        import dl_plan.resume as resume
+
+        class Wrapped(torch.nn.DataParallel):  # DDP needs a process group; the same unwrapping
+            pass
+
+        net = torch.nn.Linear(4, 3)
+        self.assertIs(resume._bare(Wrapped(net)), net)
+        state = self.small_state(os.path.join(self.dir, "run"))
+        state.model = torch.nn.DataParallel(state.model)
+        state.save()
+        keys = torch.load(os.path.join(self.dir, "run", "last.pt"))["model_state_dict"].keys()
+        self.assertEqual(sorted(keys), ["bias", "weight"])
+
+    def test_only_rank_0_writes(self):
+        run = os.path.join(self.dir, "ranks")
+        script = textwrap.dedent("""\
+            import sys, torch, dl_plan
+            m = torch.nn.Linear(2, 2)
+            s = dl_plan.TrainingState(m, torch.optim.SGD(m.parameters(), lr=0.1))
+            print(s.save(1))
+        """)
+        for rank in (1, 0):
+            r = subprocess.run([sys.executable, "-c", script], cwd=self.dir, timeout=120,
+                               env=clean_env(RANK=rank, WORLD_SIZE=2, DL_RUN_DIR=run),
+                               capture_output=True, text=True)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            if rank == 1:
+                self.assertEqual(r.stdout.strip(), "None")
+                self.assertFalse(os.path.exists(run), "rank 1 wrote")
+        self.assertEqual(os.listdir(run), ["last.pt"])
+
+    def test_a_failed_write_leaves_the_old_last_pt_whole(self):
+        import dl_plan.resume as resume
+
+        run = os.path.join(self.dir, "run")
+        state = self.small_state(run)
+        state.save(1)
+        path = os.path.join(run, "last.pt")
+        with open(path, "rb") as f:
+            before = f.read()
+        real = os.replace
+
+        def refuse(src, dst):
+            raise OSError(28, "No space left on device")
+
+        resume.os.replace = refuse
+        try:
+            with torch.no_grad():
+                state.model.weight.add_(1.0)
+            with self.assertRaises(OSError):
+                state.save(2)
+        finally:
+            resume.os.replace = real
+        with open(path, "rb") as f:
+            self.assertEqual(f.read(), before)
+        self.assertEqual(os.listdir(run), ["last.pt"], "the temporary file is left")
+
+    def test_a_kill_during_the_write_leaves_the_old_last_pt_whole(self):
+        # The writer is killed (SIGKILL: no handler, no cleanup) once the new file's bytes are
+        # written, before the rename: last.pt is the earlier one, whole; the next save removes
+        # the dead writer's temporary file.
+        run = os.path.join(self.dir, "run")
+        script = textwrap.dedent("""\
+            import os, signal, sys, torch, dl_plan
+            m = torch.nn.Linear(64, 64)
+            s = dl_plan.TrainingState(m, torch.optim.SGD(m.parameters(), lr=0.1))
+            s.save(1)
+            if sys.argv[1] == "kill":
+                os.fsync = lambda fd: os.kill(os.getpid(), signal.SIGKILL)
+                s.save(2)
+            print("saved")
+        """)
+        run_it = lambda what: subprocess.run(  # noqa: E731
+            [sys.executable, "-c", script, what], cwd=self.dir, timeout=120,
+            env=clean_env(DL_RUN_DIR=run), capture_output=True, text=True)
+        killed = run_it("kill")
+        self.assertEqual(killed.returncode, -9, killed.stderr)
+        names = sorted(os.listdir(run))
+        self.assertEqual(len(names), 2, names)
+        self.assertEqual(names[0], "last.pt")
+        self.assertTrue(names[1].startswith("last.pt.tmp."), names)
+        self.assertEqual(torch.load(os.path.join(run, "last.pt"))["epoch"], 1)
+        again = run_it("save")
+        self.assertEqual(again.returncode, 0, again.stderr)
+        self.assertEqual(os.listdir(run), ["last.pt"])
+
+    def resumed_order(self, make_loader, stop_at, epochs=3):
+        """(the batches of an uninterrupted run, those of a run stopped after batch `stop_at` of
+        epoch 1 and resumed, the samples the resumed run loaded)."""
+        def run(resume_at):
+            loaded = []
+            loader = make_loader(loaded)
+            state = self.small_state(os.path.join(self.dir, "order"), loader)
+            batches = []
+            start = state.resume(True, quiet=True) if resume_at else 0
+            if resume_at:
+                loaded.clear()
+            for epoch in range(start, epochs):
+                for _, y in state.batches(epoch):
+                    batches.append((epoch, y.tolist()))
+                    if not resume_at and epoch == 1 and state.step == stop_at:
+                        state.save()
+                state.save(epoch + 1, name="end.pt")
+            return batches, loaded
+
+        whole, _ = run(False)
+        resumed, loaded = run(True)
+        return whole, resumed, loaded
+
+    def test_the_resumed_epoch_keeps_its_order_and_loads_only_what_is_left(self):
+        class Recorded(torch.utils.data.Dataset):
+            def __init__(self, loaded):
+                self.loaded = loaded
+
+            def __len__(self):
+                return 40
+
+            def __getitem__(self, i):
+                self.loaded.append(i)
+                return torch.zeros(1), i
+
+        p = plan_mod.read_plan({"DL_WORKERS": "0", "DL_BATCH_SIZE": "4"})
+        for name, kw in (("shuffled", {}),
+                         ("distributed rank 1 of 2", dict(sampler=torch.utils.data.distributed.
+                                                          DistributedSampler(range(40), 2, 1))),
+                         ("no generator", dict(generator=None))):
+            with self.subTest(loader=name):
+                def make(loaded):
+                    ds = Recorded(loaded)
+                    args = p.dataloader_kwargs(ds, **kw)
+                    if "sampler" in kw:
+                        del args["shuffle"]
+                    return DataLoader(ds, **args)
+
+                whole, resumed, loaded = self.resumed_order(make, stop_at=3)
+                # Epoch 1 after its third batch, then epoch 2: the same batches.
+                self.assertEqual(resumed, whole[len(whole) // 3 + 3:])
+                orders = [sum((y for e, y in whole if e == k), []) for k in range(3)]
+                self.assertNotEqual(orders[0], orders[1], "the epochs are not reshuffled")
+                # Only the samples of the batches left were read.
+                self.assertEqual(loaded, sum((y for _, y in resumed), []))
+
+    def test_workers_and_a_loader_of_another_kind_resume_in_order(self):
+        p = plan_mod.read_plan({"DL_WORKERS": "2", "DL_BATCH_SIZE": "4"})
+        ds = data_set(40)
+        whole, resumed, _ = self.resumed_order(
+            lambda _: DataLoader(ds, **p.dataloader_kwargs(ds)), stop_at=2)
+        self.assertEqual(resumed, whole[len(whole) // 3 + 2:])
+        # A loader that is not torch's (dl_loader.Loader's surface): read and dropped up to the
+        # position, the same batches after it.
+        whole, resumed, _ = self.resumed_order(lambda _: FakeFastLoader(batch_size=4), stop_at=4)
+        self.assertEqual(resumed, whole[len(whole) // 3 + 4:])
+
+
+class FakeFastLoader:
+    """dl_loader.Loader's surface, as dl_plan sees it: workers, seed and batch size default to the
+    plan's; num_workers, prefetch_factor, batch_size, dataset (with a length), len(), set_epoch,
+    and each iteration the next epoch, in an order that is a function of (seed, epoch)."""
+
+    def __init__(self, batch_size=None, workers=None, size=40):
+        import dl_plan
+
+        plan = dl_plan.plan()
+        self.batch_size = batch_size or plan.batch_size
+        self.workers = plan.workers if workers is None else workers
+        self.seed, self.size, self._epoch = plan.seed, size, 0
+
+    num_workers = property(lambda self: self.workers)
+    prefetch_factor = property(lambda self: 2)
+    dataset = property(lambda self: range(self.size))
+
+    def __len__(self):
+        return self.size // self.batch_size
+
+    def set_epoch(self, epoch):
+        self._epoch = epoch
+
+    def __iter__(self):
+        epoch, self._epoch = self._epoch, self._epoch + 1
+        order = torch.randperm(self.size,
+                               generator=torch.Generator().manual_seed(self.seed + epoch))
+        for b in range(len(self)):
+            index = order[b * self.batch_size:(b + 1) * self.batch_size]
+            yield index.float().unsqueeze(1), index
 
 
 class InstallTest(unittest.TestCase):

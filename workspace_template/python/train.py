@@ -13,10 +13,11 @@ dl-train (conv1/conv2/fc) for 28x28 data, a torchvision ResNet for photos, or a 
 AdamW (lr 1e-3, weight decay 0.01); CosineAnnealingLR over the epochs; cross-entropy; gradient
 clipping (max norm 1.0), after unscaling under fp16; autocast with a GradScaler for fp16 on CUDA,
 autocast without one for bf16 (CUDA or CPU); validation every epoch; best.pt and last.pt in the
-run directory as dicts (model_state_dict, optimizer_state_dict, scaler_state_dict,
-scheduler_state_dict, epoch, val_acc, best_val_acc), written atomically; metrics.csv; a log line
-per epoch with the share of time spent waiting for data. A stop signal (Ctrl-C, docker stop:
-dl-launch forwards it) ends the epoch early and saves last.pt.
+run directory, written atomically by dl_plan.TrainingState as dicts (model_state_dict,
+optimizer_state_dict, scaler_state_dict, scheduler_state_dict, epoch, epoch_step, global_step,
+the RNG states, val_acc, best_val_acc); metrics.csv; a log line per epoch with the share of time
+spent waiting for data. A stop signal (Ctrl-C, docker stop: dl-launch forwards it) ends the step
+in progress, saves last.pt with the position in the epoch, and exits 128 + the signal's number.
 
 Several ranks (WORLD_SIZE above 1, as dl-launch and torchrun set it): DistributedDataParallel on
 NCCL (CUDA) or Gloo (CPU); each rank trains its DistributedSampler share of every epoch, and
@@ -24,10 +25,11 @@ validates its own share of the validation set (summed over the ranks); rank 0 al
 writes metrics.csv and the checkpoints, which hold the bare model (no DDP prefix), so a run
 resumes with any number of ranks. The batch size is per rank.
 
---resume continues from last.pt: weights, optimizer (AdamW's moments and step), GradScaler and
-schedule, from the epoch after the last whole one (a stop mid-epoch saves that epoch's weights
-and resumes at its start). A fresh start in a run directory that holds checkpoints stops (exit
-78) unless --overwrite; --resume without last.pt stops (exit 66).
+--resume continues from last.pt: weights, optimizer (AdamW's moments and step), GradScaler,
+schedule and RNG states, at the next batch of the epoch it was saved in (its order is the
+uninterrupted run's; the batches before are not loaded again), as dl-train does. A fresh start in
+a run directory that holds checkpoints stops (exit 78) unless --overwrite; --resume without
+last.pt stops (exit 66).
 
 Measured by dl-launch: the DataLoader goes through dl_plan.loader() and the training step runs in
 dl_plan.step(), so `dl-launch -- python3 python/train.py` measures the workers (loader probes)
@@ -59,7 +61,6 @@ import argparse
 import gzip
 import json
 import os
-import signal
 import sys
 import time
 
@@ -396,16 +397,6 @@ class Ranks:
         self.dist.all_reduce(t)
         return tuple(t.tolist())
 
-    def any(self, flag):
-        """True on every rank when it is on one: a stop signal reaches the ranks at different
-        steps, and a rank that left the loop alone would leave the others waiting in DDP's
-        all-reduce."""
-        if not self.on:
-            return bool(flag)
-        t = torch.tensor([1 if flag else 0], dtype=torch.int32, device=self.device)
-        self.dist.all_reduce(t, op=self.dist.ReduceOp.MAX)
-        return bool(t.item())
-
     def barrier(self):
         if self.on:
             self.dist.barrier()
@@ -426,7 +417,6 @@ class OptimizedTrainer:
         self.cfg = cfg
         plan = self.plan = cfg.plan
         self.main = plan.is_main
-        self.stop_signal = 0
         self.device = torch.device(plan.device)
         self.use_cuda = self.device.type == "cuda"
         self.precision = plan.precision
@@ -461,52 +451,44 @@ class OptimizedTrainer:
         self.scheduler = torch.optim.lr_scheduler.CosineAnnealingLR(self.optimizer,
                                                                     T_max=cfg.epochs)
         self.scaler = plan.grad_scaler()  # fp16 only; bf16 has fp32's range
+        # last.pt and best.pt, the position in the epoch, the RNG states; from here a stop signal
+        # ends the step in progress and saves (dl_plan.TrainingState: rank 0 writes, atomically).
+        self.state = dl_plan.TrainingState(self.model, self.optimizer, self.train_loader,
+                                           scaler=self.scaler, scheduler=self.scheduler,
+                                           run_dir=cfg.run_dir)
         self.start_epoch, self.best, self.last_acc = 0, -1.0, 0.0
         if cfg.resume_from:
             self._resume(cfg.resume_from)
 
     def _resume(self, path):
-        """Weights, optimizer, scaler and schedule from last.pt, on every rank (each loads the
-        same file: no broadcast needed). From torch 2.0 with weights_only: a checkpoint is data,
-        never code; 1.13's weights-only unpickler refuses the optimizer's float settings, so
-        there it is torch.load's pickle, in a process that runs as the workspace's owner (under
-        dl-launch too), reading that owner's file."""
+        """Weights, optimizer, scaler, schedule, RNG states and the position in the epoch from
+        last.pt, on every rank (each loads the same file: no broadcast needed); dl_plan reads it
+        with weights_only from torch 2.0."""
         try:
-            safe = {"weights_only": True} if int(torch.__version__.split(".")[0]) >= 2 else {}
-            ckpt = torch.load(path, map_location=self.device, **safe)
-            self.net.load_state_dict(ckpt["model_state_dict"])
-            self.optimizer.load_state_dict(ckpt["optimizer_state_dict"])
-            if ckpt.get("scaler_state_dict"):
-                self.scaler.load_state_dict(ckpt["scaler_state_dict"])
-            epoch = int(ckpt["epoch"])
-            if ckpt.get("scheduler_state_dict"):
-                self.scheduler.load_state_dict(ckpt["scheduler_state_dict"])
-            else:  # dl-train's checkpoint, or an older one: the schedule by its epoch count
-                for _ in range(epoch):
-                    self.scheduler.step()
-        except Exception as e:  # noqa: B902 - any unreadable checkpoint is one line
-            fail(f"--resume: {path}: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
-                 "; expected a last.pt written by train.py or dl-train for this model", 65)
+            epoch = self.state.resume(True, quiet=True)
+        except dl_plan.PlanError as e:
+            fail(f"{e}; or a last.pt of dl-train's for this model", e.code)
+        ckpt = self.state.loaded
+        if not ckpt.get("scheduler_state_dict"):
+            for _ in range(epoch):  # dl-train's checkpoint: the schedule by its epoch count
+                self.scheduler.step()
         # The schedule spans the epochs asked for now (--epochs may have grown).
         self.scheduler.T_max = self.cfg.epochs
         self.start_epoch = epoch
         self.last_acc = float(ckpt.get("val_acc", 0.0))
         self.best = float(ckpt.get("best_val_acc", self.last_acc))
+        self.state.extra.update(val_acc=self.last_acc, best_val_acc=max(self.best, 0.0))
         if self.main:
             steps = {int(s["step"]) for s in ckpt["optimizer_state_dict"]["state"].values()
                      if "step" in s}
+            within = self.state.step
             then = (f"continuing with epoch {epoch + 1} of {self.cfg.epochs}"
+                    + (f" at batch {within + 1} ({within} trained before the stop)"
+                       if within else "")
                     if epoch < self.cfg.epochs else "no epoch left to train")
             log(f"resumed {path}: {epoch} epoch(s) done, optimizer step "
                 f"{max(steps) if steps else 0}, validation accuracy {100 * self.last_acc:.2f}%; "
                 f"{then}")
-
-    def _on_stop(self, signum, _frame):
-        first = not self.stop_signal
-        self.stop_signal = signum  # first: the log below may be interrupted in turn
-        if first:
-            log(f"{signal.Signals(signum).name} received: stopping after this batch, saving "
-                "last.pt")
 
     def _step(self, images, labels):
         cfg = self.cfg
@@ -526,15 +508,16 @@ class OptimizedTrainer:
     def train_epoch(self, epoch):
         cfg = self.cfg
         self.model.train()
-        dl_plan.set_epoch(self.train_loader, epoch)  # DistributedSampler: the epoch's shuffle
         t_iter = time.perf_counter()
-        it = TimedIterator(iter(self.train_loader))  # dl-train: Loader::start_epoch()
+        # The epoch's batches (set_epoch: DistributedSampler's shuffle), a resumed epoch's from
+        # the next one on; after each step, a stop signal saves last.pt and ends the process.
+        it = TimedIterator(iter(self.state.batches(epoch, limit=cfg.limit_batches or None)))
         loader_start = time.perf_counter() - t_iter
         start = time.perf_counter()
         loss_sum, correct, seen = 0.0, 0, 0
         batches = len(self.train_loader)
         try:
-            for index, (images, labels) in enumerate(it):
+            for images, labels in it:
                 images = images.to(self.device, non_blocking=True)
                 labels = labels.to(self.device, non_blocking=True)
                 # dl_plan.step: in a step probe, dl-launch measures this step's memory and time.
@@ -544,20 +527,17 @@ class OptimizedTrainer:
                 loss_sum += loss.item() * n
                 correct += (logits.argmax(1) == labels).sum().item()
                 seen += n
-                if self.main and cfg.log_every and (index + 1) % cfg.log_every == 0:
-                    log(f"batch {index + 1}/{batches} loss {loss_sum / seen:.4f} "
+                if self.main and cfg.log_every and self.state.step % cfg.log_every == 0:
+                    log(f"batch {self.state.step}/{batches} loss {loss_sum / seen:.4f} "
                         f"acc {100 * correct / seen:.2f}% "
                         f"{seen * self.plan.world_size / (time.perf_counter() - start):.0f} "
                         "samples/s")
-                # Every rank asks at every step (the same number of steps on each: the sampler
-                # splits evenly and drops the rest), so all of them stop at the same one.
-                if self.ranks.any(self.stop_signal) or (
-                        cfg.limit_batches and index + 1 >= cfg.limit_batches):
-                    break
         except RuntimeError:
-            # A worker that was starting when the stop signal came died of it: expected then.
-            if not self.stop_signal:
+            # A worker that was starting when the stop signal came died of it: expected then,
+            # and the state after the last whole step is saved.
+            if not dl_plan.stop_requested():
                 raise
+            self.state.check_stop()
         if self.use_cuda:
             torch.cuda.synchronize()
         train_seconds = time.perf_counter() - start
@@ -583,8 +563,6 @@ class OptimizedTrainer:
 
     def fit(self):
         cfg, plan = self.cfg, self.plan
-        for s in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
-            signal.signal(s, self._on_stop)
         if self.main:
             ranks = (f", {plan.world_size} ranks (DDP, {plan.batch_size} a rank)"
                      if plan.distributed else "")
@@ -604,15 +582,7 @@ class OptimizedTrainer:
         cfg, plan = self.cfg, self.plan
         for epoch in range(self.start_epoch, cfg.epochs):
             lr = self.optimizer.param_groups[0]["lr"]
-            t = self.train_epoch(epoch)
-            if self.ranks.any(self.stop_signal):
-                self.stop_signal = self.stop_signal or signal.SIGTERM  # another rank's signal
-                # The epoch is incomplete: last.pt holds its weights under the last whole epoch.
-                if cfg.run_dir and self.main:
-                    self._checkpoint(epoch, self.last_acc, ("last.pt",))
-                    log(f"saved {os.path.join(cfg.run_dir, 'last.pt')}")
-                self.ranks.barrier()  # no rank ends (and has the others stopped) before the save
-                raise SystemExit(128 + self.stop_signal)
+            t = self.train_epoch(epoch)  # a stop signal inside it saves last.pt and exits
             val_loss, val_acc = self.evaluate()
             epoch_seconds = time.perf_counter() - t["start"]
             self.scheduler.step()
@@ -628,6 +598,7 @@ class OptimizedTrainer:
                      device=str(self.device), precision=self.precision)
             is_best = val_acc > self.best
             self.best, self.last_acc = max(self.best, val_acc), val_acc
+            self.state.extra.update(val_acc=float(val_acc), best_val_acc=float(self.best))
             if self.main:
                 if cfg.json:
                     print(json.dumps(m), flush=True)
@@ -639,10 +610,11 @@ class OptimizedTrainer:
                     f"epoch {epoch_seconds:.2f} s | lr {lr:.3g}")
                 if cfg.run_dir:
                     self._metrics(m)
-                    # best.pt first: a kill between the two leaves last.pt a whole epoch behind,
-                    # never a best.pt older than the last.pt that claims it.
-                    self._checkpoint(m["epoch"], val_acc,
-                                     (("best.pt",) if is_best else ()) + ("last.pt",))
+            # best.pt first: a kill between the two leaves last.pt a whole epoch behind, never a
+            # best.pt older than the last.pt that claims it. Rank 0 writes (dl_plan).
+            if is_best:
+                self.state.save(epoch + 1, name="best.pt")
+            self.state.save(epoch + 1)
         if cfg.run_dir and self.main:
             log(f"done: validation accuracy {100 * self.last_acc:.2f}% (best "
                 f"{100 * self.best:.2f}%); checkpoints {os.path.join(cfg.run_dir, 'last.pt')} "
@@ -662,24 +634,6 @@ class OptimizedTrainer:
                     f"{m['epoch_seconds']:.3f},{m['samples_per_second']:.1f},"
                     f"{m['data_wait_seconds']:.3f},{m['data_wait_percent']:.2f},0\n")
 
-    def _checkpoint(self, epoch, val_acc, names):
-        """The layout dl-train writes (and the schedule), so either trainer's checkpoints load
-        the same way; the bare model's weights, whatever the number of ranks."""
-        os.makedirs(self.cfg.run_dir, exist_ok=True)
-        ckpt = dict(model_state_dict=self.net.state_dict(),
-                    optimizer_state_dict=self.optimizer.state_dict(),
-                    scaler_state_dict=self.scaler.state_dict(),
-                    scheduler_state_dict=self.scheduler.state_dict(), epoch=epoch,
-                    val_acc=float(val_acc), best_val_acc=float(max(self.best, 0.0)))
-        for name in names:
-            # Temporary file, fsync, rename: a crash never leaves half a checkpoint.
-            path = os.path.join(self.cfg.run_dir, name)
-            tmp = f"{path}.tmp.{os.getpid()}"
-            with open(tmp, "wb") as f:
-                torch.save(ckpt, f)
-                f.flush()
-                os.fsync(f.fileno())
-            os.replace(tmp, path)
 
 
 # ---------------------------------------------------------------------------------------------
