@@ -16,10 +16,6 @@ namespace {
 
 constexpr const char* kModule = "dl_plan";
 
-std::string base_name(const std::string& path) {
-  return path.substr(path.rfind('/') + 1);
-}
-
 }  // namespace
 
 bool is_python_program(const std::vector<std::string>& command) {
