@@ -172,7 +172,7 @@ ProbeRecords parse_probe_records(const std::string& text) {
 WorkerTrial run_loader_probe(const ScriptProbeSetup& setup, int workers,
                              ScriptProbeOutcome* outcome) {
   const std::string count = std::to_string(workers);
-  const StopPhase phase("loader probe, " + count + " workers");
+  const StopPhase phase("loader probe, " + count + (workers == 1 ? " worker" : " workers"));
   const RawProbe p = run_probe(setup, "loader", "loader-" + count,
                                "loader probe (" + count + " workers)", {{"DL_WORKERS", count}});
   WorkerTrial t;

@@ -142,7 +142,7 @@ bool gone(pid_t pid) {
 struct Stopped {
   Result result;
   std::vector<std::string> stop_lines;  // stderr's lines that say "stopped by"
-  std::vector<pid_t> alive;             // processes of a probe still running 3 s later
+  std::vector<pid_t> alive;             // processes of a probe still running 1 s later
   int delay_ms = 0;
 };
 
@@ -182,7 +182,7 @@ class LauncherStop : public ::testing::Test {
       if (contains(line, "stopped by")) s.stop_lines.push_back(line);
     }
     const auto pids = marker_files("pid-");
-    for (int i = 0; i < 150; ++i) {
+    for (int i = 0; i < 50; ++i) {
       s.alive.clear();
       for (const auto& f : pids) {
         // Empty where the process was killed between creating the file and writing to it.
