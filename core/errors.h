@@ -87,7 +87,9 @@ inline constexpr ExitCodeRow kExitCodes[] = {
      ""},
     {"126", "the command is not executable, or cannot be started as the workspace's owner", ""},
     {"127", "the command (or the trainer) was not found", ""},
-    {"128+N", "the program died of signal N (137: killed after the grace period)",
+    {"128+N",
+     "the program died of signal N (137: killed after the grace period), or dl-launch was "
+     "stopped by signal N before the program started (130 SIGINT, 143 SIGTERM, 129 SIGHUP)",
      "stopped by signal N, after saving last.pt"},
 };
 

@@ -17,6 +17,7 @@
 #include <utility>
 
 #include "core/errors.h"
+#include "core/text.h"
 
 namespace dl {
 namespace {
@@ -96,11 +97,6 @@ class TempFile {
   int fd_ = -1;
   bool renamed_ = false;
 };
-
-std::string base_name(const std::string& path) {
-  const auto slash = path.rfind('/');
-  return slash == std::string::npos ? path : path.substr(slash + 1);
-}
 
 // "<base>.tmp.<digits>": the names write_file_atomic gives its temporaries.
 bool is_temporary_of(const std::string& name, const std::string& base) {

@@ -21,6 +21,10 @@ inline bool starts_with(std::string_view s, std::string_view prefix) {
 inline bool ends_with(std::string_view s, std::string_view suffix) {
   return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
 }
+// What follows a path's last '/': a program's name in a line that needs no full path.
+inline std::string base_name(const std::string& path) {
+  return path.substr(path.rfind('/') + 1);
+}
 
 // Whole-string parses: nullopt on anything but an optionally signed run of digits in range.
 std::optional<std::uint64_t> parse_u64(const std::string& s);

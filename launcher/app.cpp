@@ -48,6 +48,7 @@
 #include "launcher/rank_supervisor.h"
 #include "launcher/report.h"
 #include "launcher/script_tuner.h"
+#include "launcher/stop_request.h"
 #include "launcher/subcommand.h"
 #include "launcher/supervisor.h"
 #include "launcher/topology.h"
@@ -493,6 +494,7 @@ void pin_ranks(Plan& plan) {
 // the default Fashion-MNIST, and no --samples. Returns a warning for the plan where there is no
 // answer; dl-train refusing the data ends the start, as training would, but for a dry run.
 std::optional<std::string> learn_data_facts(const LaunchOptions& opts, Launch& launch) {
+  const StopPhase phase("reading the data's size");
   ProbeSetup setup;
   setup.trainer = launch.command;
   setup.workspace = launch.workspace;
@@ -803,6 +805,8 @@ int run(int argc, const char* const argv[]) {
     return exit_code::kOk;
   }
 
+  // From here on a stop signal stops whatever runs, probes included (stop_request.h).
+  install_stop_handlers();
   std::optional<std::string> missing_trainer;
   Launch launch = resolve_launch(opts, &missing_trainer);
   check_data(opts, launch);
@@ -818,6 +822,7 @@ int run(int argc, const char* const argv[]) {
   // that follows a dry run must not probe again).
   auto& search = launch.plan.batch_search;
   if (search && !search->cached) search->cache_written = true;
+  if (stop_requested()) throw StopRequested(stop_signal(), "planning the run");
   if (opts.dry_run) {
     store_search(launch);
     std::cout << (opts.json ? render_json(launch) : render_text(launch, true));
@@ -826,19 +831,34 @@ int run(int argc, const char* const argv[]) {
 
   std::cout << render_text(launch, false) << std::flush;
   const bool fresh = write_run_files(launch);
-
-  return after_exit(launch, fresh, run_supervised(opts, launch));
+  try {
+    return after_exit(launch, fresh, run_supervised(opts, launch));
+  } catch (const StopRequested&) {
+    // Stopped before the program started: like a refused start, it leaves no run directory.
+    if (fresh && launch.plan.topology.first_rank == 0) {
+      const ActAs owner(launch.run_as);
+      remove_refused_run_dir(DirFd::open(launch.workspace).subdir("runs").fd(), launch.run_name);
+    }
+    throw;
+  }
 }
 
 }  // namespace
 
 int launcher_main(int argc, const char* const argv[]) {
   setup_logging();
-  return run_reporting_errors([&] { return run(argc, argv); },
-                              [](const std::string& line, bool internal) {
-                                spdlog::log(internal ? spdlog::level::critical : spdlog::level::err,
-                                            "{}", line);
-                              });
+  return run_reporting_errors(
+      [&] {
+        try {
+          return run(argc, argv);
+        } catch (const StopRequested& stop) {
+          std::cerr << "dl-launch: " << stop.what() << "\n";
+          return stop.exit_code();
+        }
+      },
+      [](const std::string& line, bool internal) {
+        spdlog::log(internal ? spdlog::level::critical : spdlog::level::err, "{}", line);
+      });
 }
 
 }  // namespace dl

@@ -5,6 +5,7 @@
 #include "core/json.h"
 #include "core/text.h"
 #include "launcher/captured_run.h"
+#include "launcher/stop_request.h"
 
 namespace dl {
 
@@ -49,6 +50,7 @@ ProbeResult run_batch_probe(const ProbeSetup& setup, std::int64_t batch) {
   // launcher's setting) never reaches the trainer, which wants a number.
   auto env = setup.env;
   env.emplace_back("DL_BATCH_SIZE", std::to_string(batch));
+  const StopPhase phase(base_name(setup.trainer[0]) + " --probe-batch " + std::to_string(batch));
   const CapturedRun run =
       run_captured(argv, setup.workspace, env, setup.timeout_seconds, setup.identity);
   const std::string what = setup.trainer[0] + " --probe-batch " + std::to_string(batch);
@@ -76,6 +78,7 @@ ProbeResult run_batch_probe(const ProbeSetup& setup, std::int64_t batch) {
 
 std::string trainer_torch_version(const ProbeSetup& setup) {
   std::vector<std::string> argv = {setup.trainer[0], "--version"};
+  const StopPhase phase(base_name(setup.trainer[0]) + " --version");
   const CapturedRun run = run_captured(argv, setup.workspace, setup.env, 60, setup.identity);
   const std::string tag = "(LibTorch ";
   const auto at = run.out.find(tag);

@@ -7,6 +7,7 @@
 #include <cstdio>
 
 #include "core/text.h"
+#include "launcher/stop_request.h"
 
 namespace dl {
 namespace {
@@ -20,6 +21,7 @@ std::string seconds_text(double s, const char* format = "%.1f s") {
 }  // namespace
 
 BatchSearchRecord tune_batch_size(TuneRequest request) {
+  const StopPhase phase("searching the batch size");
   if (!request.probe_fn) request.key.torch = trainer_torch_version(request.probe);
   const std::string key = request.key.text();
   const std::string path = batch_cache_path(request.probe.workspace);

@@ -1,9 +1,13 @@
-// fork/exec with two pipes and poll(): the child runs in the launcher's process group, so a Ctrl-C
-// during the search stops the probe with the launcher; nothing is allocated between fork and exec.
+// fork/exec with two pipes and poll(); nothing is allocated between fork and exec. The child leads
+// a process group of its own, so that a stop (stop_request.h), a deadline or a missing handshake
+// kills it with whatever it started (a DataLoader's workers): a Ctrl-C reaches the launcher, which
+// sees it within 100 ms, kills the group and reaps the child before it throws StopRequested.
 // A probe runs in the workspace as the program will, with its owner's identity: as root it would
 // read (and run, for a TorchScript model) whatever the workspace's owner put there with root's
 // rights.
 #include "launcher/captured_run.h"
+
+#include "launcher/stop_request.h"
 
 #include <fcntl.h>
 #include <grp.h>
@@ -107,6 +111,7 @@ struct ChildUser {
 // In the child, between fork and exec: async-signal-safe calls only.
 [[noreturn]] void exec_child(int null_fd, int out_fd, int err_fd, const ChildUser& user,
                              const char* cwd, char* const args[], char* const envp[]) {
+  setpgid(0, 0);
   if (null_fd >= 0) dup2(null_fd, STDIN_FILENO);
   dup2(out_fd, STDOUT_FILENO);
   dup2(err_fd, STDERR_FILENO);
@@ -128,8 +133,12 @@ struct ChildUser {
   _exit(errno == ENOENT ? 127 : 126);
 }
 
-// Reads both pipes until they close, the deadline passes or `stop_when` says so; then the child
-// is killed.
+// How often the loop looks at a stop request and `stop_when` while the child is quiet; a signal
+// itself ends the poll at once.
+constexpr long long kLookEveryMs = 100;
+
+// Reads both pipes until they close, the deadline passes, a stop is requested or `stop_when` says
+// so; then the child's group is killed.
 void collect_output(pid_t pid, int fds[2], double timeout_seconds,
                     const std::function<bool()>& stop_when, CapturedRun* r, int* status,
                     bool* reaped) {
@@ -143,12 +152,16 @@ void collect_output(pid_t pid, int fds[2], double timeout_seconds,
         std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
     if (left <= 0) {
       r->timed_out = true;
-      kill(pid, SIGKILL);
+      kill(-pid, SIGKILL);
+      break;
+    }
+    if (stop_requested()) {
+      kill(-pid, SIGKILL);
       break;
     }
     if (stop_when && stop_when()) {
       r->stopped = true;
-      kill(pid, SIGKILL);
+      kill(-pid, SIGKILL);
       break;
     }
     pollfd p[2];
@@ -159,8 +172,7 @@ void collect_output(pid_t pid, int fds[2], double timeout_seconds,
       p[n] = {fds[i], POLLIN, 0};
       which[n++] = i;
     }
-    const int ready =
-        poll(p, n, static_cast<int>(std::min<long long>(left, stop_when ? 100 : 1000)));
+    const int ready = poll(p, n, static_cast<int>(std::min<long long>(left, kLookEveryMs)));
     if (ready < 0 && errno != EINTR) break;
     for (nfds_t j = 0; j < n && ready > 0; ++j) {
       if (p[j].revents == 0) continue;
@@ -200,6 +212,8 @@ CapturedRun run_captured(const std::vector<std::string>& argv, const std::string
                          const CapturedRun::Env& env, double timeout_seconds,
                          const std::optional<Identity>& identity,
                          const std::function<bool()>& stop_when) {
+  // A stop that came between two probes starts no further one.
+  throw_if_stop_requested();
   CapturedRun r;
   ChildUser user;
   if (identity) user = {true, identity->uid, identity->gid};
@@ -216,6 +230,7 @@ CapturedRun run_captured(const std::vector<std::string>& argv, const std::string
   if (pid == 0) {
     exec_child(null_fd, out_pipe[1], err_pipe[1], user, cwd.c_str(), args.data(), envp.data());
   }
+  if (pid > 0) setpgid(pid, pid);  // also here, so the group exists before it is killed
   if (null_fd >= 0) close(null_fd);
   close(out_pipe[1]);
   close(err_pipe[1]);
@@ -231,6 +246,12 @@ CapturedRun run_captured(const std::vector<std::string>& argv, const std::string
   bool reaped = false;
   collect_output(pid, fds, timeout_seconds, stop_when, &r, &status, &reaped);
   wait_for_exit(pid, reaped, status, &r);
+  if (stop_requested()) {
+    // Also where the child ended just before the loop saw the request: what it started goes
+    // too, and its answer, whatever it was, is not used.
+    kill(-pid, SIGKILL);
+    throw_if_stop_requested();
+  }
   return r;
 }
 

@@ -28,8 +28,10 @@ struct CapturedRun {
 // within `env`, the last value of a name), as `identity` where one is given (its uid, gid and that
 // group alone, taken before the child enters `cwd`), stdin from /dev/null, stdout and stderr
 // captured (a program that prints without end keeps its first 64 KiB and last 4 MiB, with a
-// line saying what was left out). Killed with SIGKILL after `timeout_seconds`, or as soon as
-// `stop_when` (asked about every 100 ms while it runs) returns true.
+// line saying what was left out). The child leads a process group of its own, killed with SIGKILL
+// after `timeout_seconds`, or as soon as `stop_when` (asked about every 100 ms while it runs)
+// returns true. A stop signal (stop_request.h), before the start or while the child runs, kills
+// the group, reaps the child and throws StopRequested naming the current StopPhase.
 CapturedRun run_captured(const std::vector<std::string>& argv, const std::string& cwd,
                          const CapturedRun::Env& env, double timeout_seconds,
                          const std::optional<Identity>& identity = std::nullopt,

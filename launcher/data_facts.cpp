@@ -5,6 +5,7 @@
 #include "core/json.h"
 #include "core/text.h"
 #include "launcher/captured_run.h"
+#include "launcher/stop_request.h"
 
 namespace dl {
 
@@ -30,6 +31,7 @@ std::optional<DataFacts> parse_data_facts(const std::string& out) {
 
 DataFactsResult read_data_facts(const ProbeSetup& setup) {
   std::vector<std::string> argv = {setup.trainer[0], "--data-facts"};
+  const StopPhase phase(base_name(setup.trainer[0]) + " --data-facts");
   const CapturedRun run =
       run_captured(argv, setup.workspace, setup.env,
                    std::min(setup.timeout_seconds, kDataFactsTimeoutSeconds), setup.identity);

@@ -15,10 +15,6 @@ namespace {
 
 constexpr const char* kModule = "dl_plan";
 
-std::string base_name(const std::string& path) {
-  return path.substr(path.rfind('/') + 1);
-}
-
 bool is_python(const std::string& word) {
   return starts_with(base_name(word), "python");
 }

@@ -26,6 +26,7 @@
 #include "core/act_as.h"
 #include "core/errors.h"
 #include "launcher/exit_status.h"
+#include "launcher/stop_request.h"
 
 extern char** environ;
 
@@ -463,6 +464,9 @@ int supervise_ranks(const RankGroupSpec& spec, SupervisedEnd* end) {
   sigaction(SIGPIPE, &ignore, &restore.pipe_action);
   const Fd sig_fd(signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC));
   if (sig_fd.fd < 0) throw std::runtime_error("signalfd failed");
+  // A stop signal before the block went to the handler (stop_request.h), one after it waits in
+  // the signalfd: none is lost, and a stop that came first starts no rank.
+  if (stop_requested()) throw StopRequested(stop_signal(), "starting the ranks");
 
   Group group(spec, ranks);
   for (auto& r : ranks) {

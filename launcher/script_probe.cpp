@@ -19,6 +19,7 @@
 #include "core/json.h"
 #include "core/text.h"
 #include "launcher/captured_run.h"
+#include "launcher/stop_request.h"
 
 namespace dl {
 namespace {
@@ -216,6 +217,7 @@ void prune_probe_logs(const std::string& probe_dir, const std::optional<Identity
 WorkerTrial run_loader_probe(const ScriptProbeSetup& setup, int workers,
                              ScriptProbeOutcome* outcome) {
   const std::string count = std::to_string(workers);
+  const StopPhase phase("loader probe, " + count + (workers == 1 ? " worker" : " workers"));
   const RawProbe p = run_probe(setup, "loader", "loader-" + count,
                                "loader probe (" + count + " workers)", {{"DL_WORKERS", count}});
   WorkerTrial t;
@@ -238,6 +240,7 @@ WorkerTrial run_loader_probe(const ScriptProbeSetup& setup, int workers,
 ProbeResult run_step_probe(const ScriptProbeSetup& setup, std::int64_t batch,
                            ScriptProbeOutcome* outcome) {
   const std::string size = std::to_string(batch);
+  const StopPhase phase("step probe, batch " + size);
   const RawProbe p = run_probe(setup, "step", "step-" + size, "step probe (batch " + size + ")",
                                {{"DL_BATCH_SIZE", size}, {"DL_WORKERS", "0"}});
   ProbeResult r;

@@ -9,6 +9,7 @@
 
 #include "core/errors.h"
 #include "core/text.h"
+#include "launcher/stop_request.h"
 
 namespace dl {
 namespace {
@@ -90,6 +91,7 @@ ScriptTuning tune_script(const ScriptTuneRequest& request) {
   }
   try {
     if (request.tune_batch) {
+      const StopPhase phase("searching the batch size");
       TuneRequest batch = request.batch;
       batch.use_cache = request.use_cache;
       // The data set's size bounds the search, as it does dl-train's: the module reports it with
@@ -121,6 +123,7 @@ ScriptTuning tune_script(const ScriptTuneRequest& request) {
       t.batch = tune_batch_size(batch);
     }
     if (request.tune_workers && !workers_cached) {
+      const StopPhase phase("calibrating the data workers");
       const std::int64_t at =
           t.batch && t.batch->result.batch > 0 ? t.batch->result.batch : request.loader_batch;
       ScriptProbeSetup setup = request.probe;

@@ -23,7 +23,9 @@
 #include <system_error>
 
 #include "core/errors.h"
+#include "core/text.h"
 #include "launcher/exit_status.h"
+#include "launcher/stop_request.h"
 
 namespace bp = boost::process;
 
@@ -163,6 +165,9 @@ int supervise(const SpawnSpec& spec, SupervisedEnd* end) {
   sigset_t old_mask;
   pthread_sigmask(SIG_BLOCK, &set, &old_mask);
   const MaskRestore restore{old_mask};
+  // A stop signal before the block went to the handler (stop_request.h), one after it waits
+  // here: none is lost, and a stop that came first starts nothing.
+  if (stop_requested()) throw StopRequested(stop_signal(), "starting " + base_name(spec.argv[0]));
 
   bp::environment env = program_environment(spec);
   const std::vector<std::string> args(spec.argv.begin() + 1, spec.argv.end());

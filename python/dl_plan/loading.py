@@ -20,7 +20,8 @@ def seed_worker(base_seed, own_process_group, worker_id):
     reproducibility notes do; and, under dl-launch, a process group of its own, so that the stop
     signal dl-launch forwards to the program's group reaches the main process only (it finishes
     its step and saves; a worker killed by the signal would fail it at a random point). Workers
-    still end with their parent: PyTorch's workers watch it."""
+    still end with their parent: PyTorch's workers watch it. A probe's workers stay in its group:
+    a probe saves nothing, and dl-launch stopped kills the probe's group at once."""
     import torch
 
     seed = torch.initial_seed() % 2**32
@@ -51,8 +52,8 @@ def dataloader_kwargs(plan, dataset, train=True, **overrides):
         # PyTorch 1.13 refuses a prefetch_factor without workers, even the default.
         kw["prefetch_factor"] = PREFETCH_FACTOR
         kw["persistent_workers"] = True
-        kw["worker_init_fn"] = functools.partial(seed_worker, plan.seed,
-                                                 bool(os.environ.get("DL_RUN_DIR")))
+        own_group = bool(os.environ.get("DL_RUN_DIR")) and not os.environ.get("DL_PROBE")
+        kw["worker_init_fn"] = functools.partial(seed_worker, plan.seed, own_group)
     # Per rank: the workers' seeds differ between ranks; the shuffle (below) does not.
     kw["generator"] = torch.Generator().manual_seed(plan.seed + plan.rank)
     if plan.distributed:
