@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <climits>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -353,6 +354,12 @@ void setup_logging() {
 }
 
 // The workspace, its owner and the program to start, with what the plan needs to know of them.
+// `path` with its links and dots resolved, or as given where it cannot be.
+std::string real_path_or(const std::string& path) {
+  char buf[PATH_MAX];
+  return ::realpath(path.c_str(), buf) != nullptr ? std::string(buf) : path;
+}
+
 // The script a command runs is there: the command runs in the workspace, where a path typed
 // relative to another directory means another file (or none). Refused before any probe, with the
 // path that would work, rather than by Python after the plan was shown.
@@ -366,11 +373,15 @@ void check_script_path(const Launch& launch) {
   const std::string& typed = script.text;
   std::string line = "the script " + typed + " of the command after -- is not in the workspace " +
                      launch.workspace + ", where the command runs";
-  const std::string here = current_directory();
-  if (typed[0] != '/' && !script_file(script, here).empty()) {
-    line += " (it is " + here + "/" + typed +
-            ", relative to where dl-launch was started); give its path relative to the workspace "
-            "or an absolute one";
+  const std::string found = typed[0] == '/' ? "" : script_file(script, current_directory());
+  if (!found.empty()) {
+    // The file the user meant, and how to name it from the workspace where it is inside.
+    const std::string real = real_path_or(found);
+    const std::string ws = real_path_or(launch.workspace) + "/";
+    line += " (it is " + real + ", relative to where dl-launch was started); give it as " +
+            (starts_with(real, ws) ? real.substr(ws.size()) + " (relative to the workspace) or "
+                                   : std::string()) +
+            real;
   } else {
     line += "; expected a file there (an absolute path, or one relative to the workspace)";
   }
@@ -777,10 +788,6 @@ int run(int argc, const char* const argv[]) {
   if (argc >= 2 && std::string(argv[1]) == "init") {
     return init_main(std::vector<std::string>(argv + 2, argv + argc), std::cout);
   }
-  // Before anything else: a mistyped subcommand must not start the default training.
-  if (const auto stray = stray_word(argc, argv, option_accepts_value)) {
-    throw UserError(exit_code::kUsage, *stray);
-  }
   // dl-launch evaluate|predict: planned as training is, dl-train's subcommand started with it.
   std::optional<CheckpointCommand> checkpoint_command =
       split_checkpoint_command(argc, argv, option_takes_value);
@@ -792,6 +799,11 @@ int run(int argc, const char* const argv[]) {
   LaunchOptions opts = checkpoint_command ? parse_options(static_cast<int>(launcher_argv.size()),
                                                           launcher_argv.data())
                                           : parse_options(argc, argv);
+  // After the options (a misspelled option's value is no stray word: the option is named first),
+  // before anything else: a mistyped subcommand must not start the default training.
+  if (const auto stray = stray_word(argc, argv, option_accepts_value)) {
+    throw UserError(exit_code::kUsage, *stray);
+  }
   if (checkpoint_command) {
     restrict_to_checkpoint_command(*checkpoint_command, opts);
     resolve_trainer_paths(*checkpoint_command, current_directory());

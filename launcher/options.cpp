@@ -36,7 +36,7 @@ po::options_description command_line_options() {
   d.add_options()
     ("help,h", "print this help and exit")
     ("version,V", "print the version and exit")
-    ("dry-run,n", "probe and plan, print the plan with reasons; start nothing and create no run directory (a batch-size search keeps its answer in the workspace's cache)")
+    ("dry-run,n", "probe and plan, print the plan with reasons; start nothing but the probes (of dl-train, or of a command that opted in: docs/python.md) and create no run directory (the probes' answers are kept in the workspace's caches)")
     ("json", "print the plan as JSON on stdout and exit (a dry run)")
     ("config,c", po::value<std::string>(), "config file (default: <workspace>/dl.conf when present)");
   // clang-format on

@@ -151,7 +151,15 @@ std::optional<JsonValue> settle(const RawProbe& p, const ScriptProbeSetup& s,
 // A probe that answered with an error: the probe, how the program ended, what it reported.
 std::string reported_failure(const RawProbe& p, const ScriptProbeSetup& s,
                              const std::string& what) {
-  return p.what + ": " + ending(p.run, s.timeout_seconds) + ", " + what + "; log " + p.log_path;
+  // A program that failed with a word of its own (argparse's usage error, a message before
+  // exit(1)) that the module could not see: that word too.
+  std::string said;
+  if (p.run.code != 0) {
+    const std::string last = last_error_line(p.run.err, p.run.out);
+    if (!last.empty() && what.find(last) == std::string::npos) said = " (it said: " + last + ")";
+  }
+  return p.what + ": " + ending(p.run, s.timeout_seconds) + ", " + what + said + "; log " +
+         p.log_path;
 }
 
 }  // namespace
