@@ -7,8 +7,9 @@ The build system cannot be asked for this: its object files wait on their target
 command runs as CMake wrote it (through ccache where the build uses it), in parallel, but for its
 optimization level: -O0. What this check proves is the front end's (the language and the libraries'
 interfaces): code generation is the Debian 12 build's, and the image, which builds without CI=true,
-does not make the optimizer's warnings errors. -O0 roughly halves a LibTorch file's compile time
-(bench/NOTES.md) and keeps it cacheable (-fsyntax-only would not be).
+does not make the optimizer's warnings errors. -O0 takes about 13% off a LibTorch file's compile
+time (bench/NOTES.md: the headers' parsing is most of it) and keeps it cacheable (-fsyntax-only
+would not be).
 
     compile_only.py BUILD_DIR FOLDER [JOBS]
 
