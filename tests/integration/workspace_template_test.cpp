@@ -186,8 +186,10 @@ TEST_F(TemplatePython, TrainPyTrainsDataParallelOnTwoRanksAndResumesOnOne) {
   const Result r = two.wait(kRunTimeout);
   ASSERT_EQ(r.code, 0) << show(r);
   const std::string run_dir = ws / "runs/ddp";
-  // Rank 0's output, stderr included, is the terminal's (stdout here); rank 1's is its log.
-  EXPECT_TRUE(contains(r.out, "2 ranks (DDP, 32 a rank)")) << show(r);
+  // Rank 0's output is the terminal's, its stderr on stderr as without dl-launch; rank 1's is
+  // its log.
+  EXPECT_TRUE(contains(r.err, "2 ranks (DDP, 32 a rank)")) << show(r);
+  EXPECT_TRUE(contains(read_file(run_dir + "/rank-0.log"), "2 ranks (DDP, 32 a rank)"));
   // One epoch line, rank 0's: 32 steps a rank, 2 x 32 x 32 samples.
   EXPECT_TRUE(contains(r.out, "\"samples\": 2048")) << show(r);
   EXPECT_TRUE(contains(r.out, "\"world_size\": 2")) << show(r);
