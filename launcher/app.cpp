@@ -147,8 +147,9 @@ void check_run_dir(const LaunchOptions& opts, const Launch& launch) {
   if (opts.resume && !has_last && !(dl_train && opts.init_from_given)) {
     const std::string named =
         opts.run_name.empty() ? "; no --name was given (runs/ lists the names)" : "";
-    const std::string saver = dl_train ? "" : " (a script saves it with dl_plan's TrainingState, "
-                                              "docs/python.md)";
+    const std::string saver = dl_train ? ""
+                                       : " (a script saves it with dl_plan's TrainingState, "
+                                         "docs/python.md)";
     throw UserError(exit_code::kMissing, "--resume: " + launch.run_dir +
                                              "/last.pt does not exist; expected the last "
                                              "checkpoint of an earlier run under this --name" +
@@ -589,8 +590,9 @@ void plan_launch(const LaunchOptions& opts, Launch& launch, bool check_run) {
 // already).
 bool has_new_measurements(const Launch& launch) {
   const auto& search = launch.plan.batch_search;
-  return (search && search->cache_written) || (launch.script_probe && !launch.script_probe->cached &&
-                                                !launch.script_probe->failed_early);
+  return (search && search->cache_written) ||
+         (launch.script_probe && !launch.script_probe->cached &&
+          !launch.script_probe->failed_early);
 }
 
 // The searches' answers, kept for the next start with the same model or program, input and
@@ -708,17 +710,17 @@ EnvList restart_variables(const Launch& launch, std::string* from) {
 }
 
 // The program's processes to their end: dl-train alone (it inherits the terminal, so a progress
-// bar redraws) or every local rank, each logged to runs/<name>/rank-N.log. With --max-restarts N, a failure a restart may fix
-// (restart_policy.h) stops the others as always and then starts every rank again, up to N times,
-// one line each naming the rank, the cause and what it resumes from. Returns 0, the code of a
-// failure not retried, or the first failure's code once the restarts are used up (torchrun's
-// choice: the first failure is the cause, the later ones its echo).
+// bar redraws) or every local rank, each logged to runs/<name>/rank-N.log. With --max-restarts N, a
+// failure a restart may fix (restart_policy.h) stops the others as always and then starts every
+// rank again, up to N times, one line each naming the rank, the cause and what it resumes from.
+// Returns 0, the code of a failure not retried, or the first failure's code once the restarts are
+// used up (torchrun's choice: the first failure is the cause, the later ones its echo).
 int run_supervised(const LaunchOptions& opts, const Launch& launch) {
   const Topology& t = launch.plan.topology;
   // dl-train alone in one process inherits the terminal (it writes its own train.log); a command
   // after -- goes through the ranks' supervisor even alone, for its runs/<name>/rank-0.log.
-  const bool single = launch.request.default_program && t.world_size.value == 1 &&
-                      launch.plan.ranks.size() <= 1;
+  const bool single =
+      launch.request.default_program && t.world_size.value == 1 && launch.plan.ranks.size() <= 1;
   std::optional<int> first_failure;
   EnvList extra;
   for (int restart = 0;; ++restart) {

@@ -25,11 +25,11 @@ struct LaunchOptions {
   int max_restarts = 0;  // runs started again after a failure (restart_policy.h)
   std::string trainer = "dl-train";
   std::string nvml_library;
-  std::vector<std::string> command;  // after "--"; empty: the trainer
-  bool data_given = false;           // the `data` setting names the training data
-  bool retune = false;               // measure again even when a cache has an answer
+  std::vector<std::string> command;    // after "--"; empty: the trainer
+  bool data_given = false;             // the `data` setting names the training data
+  bool retune = false;                 // measure again even when a cache has an answer
   std::string probe_command = "auto";  // auto, always or never: probe a command after --
-  bool run_as_owner = true;          // as root, run the program as the workspace's owner
+  bool run_as_owner = true;            // as root, run the program as the workspace's owner
   // Training settings the batch-size cache is keyed by (what the probe measures depends on them).
   std::string model = "cnn";
   std::string data;              // the `data` setting, "" when not given

@@ -25,8 +25,9 @@ CommandScript python_script(const std::vector<std::string>& c, std::size_t i) {
     const std::string& a = c[i];
     if (a == "-" || a.empty()) return {};  // the program comes from stdin
     if (a[0] != '-') return {CommandScript::Kind::kFile, a};
-    if (a == "--") return i + 1 < c.size() ? CommandScript{CommandScript::Kind::kFile, c[i + 1]}
-                                           : CommandScript{};
+    if (a == "--")
+      return i + 1 < c.size() ? CommandScript{CommandScript::Kind::kFile, c[i + 1]}
+                              : CommandScript{};
     if (starts_with(a, "--")) {
       // --check-hash-based-pycs MODE is the one long option with a value.
       if (a == "--check-hash-based-pycs") ++i;

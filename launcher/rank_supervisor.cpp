@@ -139,10 +139,9 @@ ExecImage exec_image(const std::vector<std::string>& argv, const EnvList& env) {
 
 // In the child, between fork and exec: only async-signal-safe calls. A failure's errno goes
 // through `err_fd` (close-on-exec: the parent reads end-of-file when exec succeeds).
-[[noreturn]] void exec_rank(const ExecImage& img, const std::string& cwd, int out_fd,
-                            int stderr_fd, int err_fd,
-                            const cpu_set_t* cpus, const std::optional<Identity>& identity,
-                            const sigset_t& old_mask) {
+[[noreturn]] void exec_rank(const ExecImage& img, const std::string& cwd, int out_fd, int stderr_fd,
+                            int err_fd, const cpu_set_t* cpus,
+                            const std::optional<Identity>& identity, const sigset_t& old_mask) {
   auto fail = [err_fd](int stage) { child_failed(err_fd, stage); };
   setpgid(0, 0);
   const int null_fd = open("/dev/null", O_RDONLY);

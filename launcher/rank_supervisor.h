@@ -1,8 +1,8 @@
 // Several ranks under one dl-launch: each started in its own process group (as the workers of a
 // single program are), its stdout and stderr in runs/<name>/rank-N.log and, for the ranks shown,
-// on the terminal (its stdout on dl-launch's stdout, its stderr on dl-launch's stderr). Stop signals go to every rank; the first rank that fails (a non-zero exit, a
-// signal) stops the others: SIGTERM, then SIGKILL after the grace period. torchrun's behaviour,
-// without its restarts.
+// on the terminal (its stdout on dl-launch's stdout, its stderr on dl-launch's stderr). Stop
+// signals go to every rank; the first rank that fails (a non-zero exit, a signal) stops the others:
+// SIGTERM, then SIGKILL after the grace period. torchrun's behaviour, without its restarts.
 #pragma once
 
 #include <optional>

@@ -40,9 +40,9 @@ struct ScriptProbeOutcome {
   // error of the script's or of its environment (no torch, a missing file, a bad argument), not
   // a program that does not speak the protocol. `failure` then quotes its last error line.
   bool failed_early = false;
-  std::string log_path;    // the program's output
-  std::string torch;       // the module's report of torch's version, where it gave one
-  int signal = 0;          // the program died of this signal (9: the kernel's OOM killer?)
+  std::string log_path;      // the program's output
+  std::string torch;         // the module's report of torch's version, where it gave one
+  int signal = 0;            // the program died of this signal (9: the kernel's OOM killer?)
   std::int64_t samples = 0;  // a step probe's data set size, where the module saw it; 0: unknown
 };
 

@@ -24,7 +24,8 @@ std::optional<std::string> stray_word(int argc, const char* const argv[],
       if (is_long && a.find('=') != std::string::npos) continue;
       // "-n" alone names an option; "-cFILE" carries its value.
       const std::string name = is_long ? a.substr(2) : a.substr(1);
-      if ((is_long || a.size() == 2) && takes_value(name) && i + 1 < argc && argv[i + 1][0] != '-') {
+      if ((is_long || a.size() == 2) && takes_value(name) && i + 1 < argc &&
+          argv[i + 1][0] != '-') {
         ++i;
       }
       continue;
@@ -35,8 +36,9 @@ std::optional<std::string> stray_word(int argc, const char* const argv[],
       line += i == 1 ? ": did you mean " + near + "?"
                      : ": did you mean dl-launch " + near + " ...? (the subcommand comes first)";
     } else {
-      line += "; expected a subcommand (init, evaluate, predict) first, options, and a command to "
-              "start after -- (dl-launch [options] -- python3 train.py)";
+      line +=
+          "; expected a subcommand (init, evaluate, predict) first, options, and a command to "
+          "start after -- (dl-launch [options] -- python3 train.py)";
     }
     return line;
   }

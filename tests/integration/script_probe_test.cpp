@@ -273,7 +273,8 @@ TEST_F(ScriptProbe, AScriptThatDoesNotImportTheModuleIsNeverStarted) {
   EXPECT_FALSE(fs::exists(ws_ / "started"));
   EXPECT_FALSE(fs::exists(ws_ / ".dl/probes"));
   // The user's word: never probe even a script that imports dl_plan.
-  const Result never = launch({"--dry-run", "--probe-command", "never", "--", kPython, "mytrain.py"});
+  const Result never =
+      launch({"--dry-run", "--probe-command", "never", "--", kPython, "mytrain.py"});
   ASSERT_EQ(never.code, 0) << show(never);
   EXPECT_THAT(never.out, HasSubstr("not measured: --probe-command is never"));
   EXPECT_FALSE(fs::exists(ws_ / ".dl/probes"));

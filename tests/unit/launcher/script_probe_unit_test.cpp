@@ -119,10 +119,10 @@ TEST(ProbeFailure, OnlyTheNewestLogsAreKept) {
   std::vector<std::string> left;
   for (const auto& e : fs::directory_iterator(dir.path())) left.push_back(e.path().filename());
   std::sort(left.begin(), left.end());
-  EXPECT_EQ(left, (std::vector<std::string>{"20261204150016-7-step-64.log",
-                                            "20261204150017-7-step-64.log",
-                                            "20261204150018-7-step-64.log",
-                                            "20261204150019-7-step-64.log", "step-64.jsonl"}));
+  EXPECT_EQ(left,
+            (std::vector<std::string>{
+                "20261204150016-7-step-64.log", "20261204150017-7-step-64.log",
+                "20261204150018-7-step-64.log", "20261204150019-7-step-64.log", "step-64.jsonl"}));
 }
 
 TEST(ProbeRecords, TheHandshakeTheLastResultAndWhatIsNotTheProtocols) {
