@@ -170,11 +170,24 @@ TEST_F(ScriptProbe, WorkersWithinFivePercentOfTheSweepCachedAndRetuned) {
         direct_probe("loader", {{"DL_WORKERS", std::to_string(w)}, {"DL_BATCH_SIZE", "64"}})
             .get_double("samples_per_second", 0));
   }
-  const double best = *std::max_element(rate.begin(), rate.end());
+  const auto sweep_best = [&] { return *std::max_element(rate.begin(), rate.end()); };
+  const auto at_chosen = [&]() -> double& { return rate[static_cast<std::size_t>(chosen)]; };
+  // A second look at the two counts compared, where the first missed: a test running beside this
+  // one (ctest --parallel) takes a core for seconds, which moves one probe's rate, not two.
+  if (at_chosen() < 0.95 * sweep_best()) {
+    const int top = static_cast<int>(std::max_element(rate.begin(), rate.end()) - rate.begin());
+    for (const int w : {static_cast<int>(chosen), top}) {
+      rate[static_cast<std::size_t>(w)] = std::max(
+          rate[static_cast<std::size_t>(w)],
+          direct_probe("loader", {{"DL_WORKERS", std::to_string(w)}, {"DL_BATCH_SIZE", "64"}})
+              .get_double("samples_per_second", 0));
+    }
+  }
+  const double best = sweep_best();
   std::cout << "sweep (samples/s):";
   for (int w = 0; w <= cores; ++w) std::cout << " " << w << " -> " << rate[w];
   std::cout << "; dl-launch chose " << chosen << " in " << trials << " probes\n";
-  EXPECT_GE(rate[static_cast<std::size_t>(chosen)], 0.95 * best) << "chose " << chosen;
+  EXPECT_GE(at_chosen(), 0.95 * best) << "chose " << chosen;
 
   // The next start reads the cache: no probe, well under a second.
   const auto t0 = std::chrono::steady_clock::now();
