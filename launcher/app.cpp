@@ -378,7 +378,7 @@ void check_script_path(const Launch& launch) {
   if (!found.empty()) {
     // The file the user meant, and how to name it from the workspace where it is inside.
     const std::string real = real_path_or(found);
-    const std::string ws = real_path_or(launch.workspace) + "/";
+    const std::string ws = launch.workspace + "/";  // check_workspace resolved it already
     line += " (it is " + real + ", relative to where dl-launch was started); give it as " +
             (starts_with(real, ws) ? real.substr(ws.size()) + " (relative to the workspace) or "
                                    : std::string()) +

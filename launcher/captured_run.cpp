@@ -7,8 +7,6 @@
 // rights.
 #include "launcher/captured_run.h"
 
-#include "launcher/stop_request.h"
-
 #include <fcntl.h>
 #include <grp.h>
 #include <poll.h>
@@ -20,6 +18,8 @@
 #include <chrono>
 #include <cstring>
 #include <set>
+
+#include "launcher/stop_request.h"
 
 extern char** environ;
 
