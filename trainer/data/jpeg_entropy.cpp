@@ -475,7 +475,9 @@ bool advance(Decoder& d, std::uint32_t target) {
       const std::uint32_t mcu = row * d.mcus_per_row + col;
       if (mcu <= d.reader_mcu) break;
       const EntropyPoint& point = index.points[row * index.points_per_row + col / index.step];
-      if (point.bit != EntropyPoint::kUnknown) {
+      // A point beyond this file's data was recorded from other bytes (a file replaced by one of
+      // the same size, layout and fingerprint): seeking there would read past the buffer.
+      if (point.bit != EntropyPoint::kUnknown && point.bit <= d.real_bits) {
         d.reader.seek(point.bit);
         for (int c = 0; c < d.components; ++c) d.dc[c] = point.dc[c];
         d.reader_mcu = mcu;

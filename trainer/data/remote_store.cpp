@@ -45,6 +45,14 @@ RemoteOptions remote_options_from_environment() {
   return options;
 }
 
+double retry_wait_seconds(int next_try, double base_seconds) {
+  constexpr double cap = 8.0;
+  // Doubling stops at the cap, so the exponent never grows past what a double holds.
+  double wait = base_seconds;
+  for (int t = 2; t < next_try && wait < cap; ++t) wait *= 2.0;
+  return std::min(cap, wait);
+}
+
 #ifdef DL_HAVE_CURL
 
 namespace {
@@ -275,7 +283,7 @@ RemoteObject fetch_object(const std::string& url, const RemoteOptions& options) 
     if (t >= tries) {
       give_up(DataError(url + ": " + what + " (after " + std::to_string(tries) + " tries)"));
     }
-    const double wait = std::min(8.0, options.backoff_seconds * static_cast<double>(1 << (t - 1)));
+    const double wait = retry_wait_seconds(t + 1, options.backoff_seconds);
     if (options.warn) {
       char seconds[32];
       std::snprintf(seconds, sizeof seconds, "%.2g", wait);

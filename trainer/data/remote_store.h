@@ -45,6 +45,10 @@ struct RemoteObject {
   std::uint64_t size = 0;
 };
 
+// The wait before try `next_try` (2 and up): base_seconds * 2^(next_try - 2), at most 8 s. Any
+// try count is defined (AWS_MAX_ATTEMPTS allows 100; a shift would overflow from 33).
+double retry_wait_seconds(int next_try, double base_seconds);
+
 // Downloads `url` (http, https or s3) whole. Throws MissingData on 404, DataError on 403 (saying
 // to check the credentials), on any other 4xx, on a body over max_bytes, and when the tries run
 // out, each one line naming the URL and the status or the transport's error.

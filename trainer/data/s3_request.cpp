@@ -121,7 +121,11 @@ S3Request s3_request(const std::string& s3_url, const std::map<std::string, std:
     r.secret_key = get(creds, "aws_secret_access_key");
     r.session_token = get(creds, "aws_session_token");
   }
-  if (r.access_key.empty() || r.secret_key.empty()) r.access_key.clear(), r.secret_key.clear();
+  // Half a key pair signs nothing: the request goes unsigned (a public bucket) instead.
+  if (r.access_key.empty() || r.secret_key.empty()) {
+    r.access_key.clear();
+    r.secret_key.clear();
+  }
 
   std::string endpoint = get(env, "AWS_ENDPOINT_URL_S3");
   if (endpoint.empty()) endpoint = get(env, "AWS_ENDPOINT_URL");

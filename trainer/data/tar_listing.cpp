@@ -76,7 +76,9 @@ bool checksum_ok(const Block& b) {
 
 // A name that would land outside the archive's folder if extracted: absolute, or with a `..`
 // component. Such members are refused, as tar and Python's tarfile "data" filter refuse them.
-bool escapes(const std::string& name) {
+}  // namespace
+
+bool tar_name_escapes(const std::string& name) {
   if (name.empty() || name.front() == '/') return true;
   std::size_t start = 0;
   while (start <= name.size()) {
@@ -88,6 +90,8 @@ bool escapes(const std::string& name) {
   }
   return false;
 }
+
+namespace {
 
 // The path record of a pax extended header's data, or "" when it has none.
 std::string pax_path(const std::string& data) {
@@ -114,7 +118,7 @@ std::string pax_path(const std::string& data) {
 
 // Why a regular member is refused, or "" when it is listed.
 std::string refusal(const std::string& name, std::uint64_t size, const TarLimits& limits) {
-  if (escapes(name)) return "a name that leaves the archive (refused)";
+  if (tar_name_escapes(name)) return "a name that leaves the archive (refused)";
   if (name.size() > limits.max_name_bytes) {
     return "a name of " + std::to_string(name.size()) + " bytes (refused)";
   }

@@ -33,6 +33,10 @@ struct TarLimits {
   std::size_t max_name_bytes = 4096;                        // longer names are refused
 };
 
+// Whether a member name would land outside the archive's folder if extracted: empty, absolute, or
+// with a `..` component ("img..jpg" does not). The reader refuses such members; the writer too.
+bool tar_name_escapes(const std::string& name);
+
 // Lists the tar file open as `fd` (`size` bytes long; read with pread, so the descriptor's offset
 // is untouched). Does not throw for bad data: what it cannot trust goes into `problems`.
 TarListing list_tar(int fd, std::uint64_t size, const TarLimits& limits = {});

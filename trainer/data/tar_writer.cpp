@@ -10,6 +10,8 @@
 #include <stdexcept>
 #include <utility>
 
+#include "data/tar_listing.h"
+
 namespace dl::data {
 namespace {
 
@@ -46,10 +48,9 @@ void TarWriter::write(const void* data, std::size_t size) {
 }
 
 void TarWriter::add(const std::string& name, const std::uint8_t* data, std::size_t size) {
-  if (name.empty() || name.size() > 100 || name.front() == '/' ||
-      name.find("..") != std::string::npos) {
+  if (name.size() > 100 || tar_name_escapes(name)) {
     throw std::invalid_argument("tar member name '" + name +
-                                "': expected 1 to 100 bytes, relative");
+                                "': expected 1 to 100 bytes, relative, without a '..' component");
   }
   if (size >= (std::uint64_t{1} << 33)) {
     throw std::invalid_argument("tar member '" + name + "': 8 GiB or more");
@@ -84,7 +85,22 @@ void TarWriter::finish() {
     throw failure("cannot close", partial_);
   }
   fd_ = -1;
-  if (rename(partial_.c_str(), path_.c_str()) != 0) throw failure("cannot rename", partial_);
+  if (rename(partial_.c_str(), path_.c_str()) != 0) {
+    const std::runtime_error error = failure("cannot rename", partial_);
+    unlink(partial_.c_str());  // no shard, and no half of one left beside it
+    throw error;
+  }
+  // Makes the rename itself durable (a crash could otherwise lose the new name). Best effort: the
+  // shard is in place, and some file systems refuse fsync on a directory.
+  const std::size_t slash = path_.rfind('/');
+  const std::string folder = slash == std::string::npos ? "."
+                             : slash == 0               ? "/"
+                                                        : path_.substr(0, slash);
+  const int dir = open(folder.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dir >= 0) {
+    fsync(dir);
+    close(dir);
+  }
 }
 
 }  // namespace dl::data

@@ -18,12 +18,14 @@ class TarWriter {
   TarWriter(const TarWriter&) = delete;
   TarWriter& operator=(const TarWriter&) = delete;
 
-  // A regular member; `name` at most 100 bytes, without `..` (std::invalid_argument otherwise).
+  // A regular member; `name` relative, at most 100 bytes, without a `..` component
+  // (std::invalid_argument otherwise).
   // Throws std::runtime_error on a write error.
   void add(const std::string& name, const std::uint8_t* data, std::size_t size);
   // Bytes written so far (headers and padding included).
   std::uint64_t bytes() const { return bytes_; }
-  // The end-of-archive blocks, fsync, rename to the final path.
+  // The end-of-archive blocks, fsync, rename to the final path, fsync of its folder. Where the
+  // rename fails the partial file is removed before the error is thrown.
   void finish();
   const std::string& path() const { return path_; }
 

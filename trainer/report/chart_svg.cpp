@@ -81,6 +81,13 @@ std::string tick_label(double value, double step) {
   return buf;
 }
 
+std::string format_chart_value(const ValueFormat& format, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, format.fixed ? "%.*f" : "%.*g", std::clamp(format.digits, 0, 17),
+                v);
+  return buf + format.suffix;
+}
+
 namespace {
 
 // Where values go: the ticks of both axes, and the map from values into the plot's viewBox.
@@ -171,7 +178,7 @@ std::string markers(const LineChart& c, const Frame& f) {
     const std::string name = html_escape(s.name);
     for (std::size_t i = 0; i < s.x.size() && i < s.y.size(); ++i) {
       if (!std::isfinite(s.y[i]) || !std::isfinite(s.x[i])) continue;
-      const std::string value = format_value(c.y_format.c_str(), s.y[i]);
+      const std::string value = html_escape(format_chart_value(c.y_format, s.y[i]));
       out += "<circle class=\"pt\" r=\"3.2\" cx=\"" + num(f.px(s.x[i])) + "\" cy=\"" +
              num(f.py(s.y[i])) + "\" fill=\"" + html_escape(s.color) + "\" data-series=\"" + name +
              "\" data-x=\"" + format_value("%g", s.x[i]) + "\" data-y=\"" + value + "\"><title>" +

@@ -16,6 +16,17 @@ struct ChartSeries {
   bool dashed = false;
 };
 
+// How the hover titles print a value: a fixed number of decimals or of significant digits, then
+// a unit. Fields rather than a printf format, so that no text reaches printf as its format.
+struct ValueFormat {
+  bool fixed = false;  // "%.Nf" where set, else "%.Ng"
+  int digits = 3;      // N, 0 to 17
+  std::string suffix;  // "%", " s"
+};
+
+// `v` as `format` says ("0.25 s").
+std::string format_chart_value(const ValueFormat& format, double v);
+
 struct LineChart {
   std::string id;  // the figure's data-chart attribute
   std::string title;
@@ -24,7 +35,7 @@ struct LineChart {
   std::optional<double> y_min, y_max;  // a fixed range (shares: 0 to 100); else the data's
   bool integer_x = false;              // x ticks at whole numbers only (epochs)
   bool markers = true;                 // a marker per point (few points: epochs)
-  std::string y_format = "%.3g";       // printf format of the values in hover titles
+  ValueFormat y_format;                // the values in hover titles
   std::string empty_text = "no data yet";
 };
 

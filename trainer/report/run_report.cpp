@@ -151,7 +151,7 @@ constexpr const char* kValColor = "#ea580c";
 std::string curves(const RunReport& r) {
   std::string out = "<section id=\"curves\"><h2>Training, per epoch</h2><div class=\"charts\">";
   LineChart loss = epoch_chart("loss", "Loss", "cross-entropy loss");
-  loss.y_format = "%.4f";
+  loss.y_format = {true, 4, ""};
   loss.series.push_back(
       epoch_series(r, "train", kTrainColor, [](const EpochPoint& e) { return e.train_loss; }));
   loss.series.push_back(
@@ -159,7 +159,7 @@ std::string curves(const RunReport& r) {
   out += render_line_chart(loss);
 
   LineChart acc = epoch_chart("accuracy", "Accuracy", "accuracy (%)");
-  acc.y_format = "%.2f%%";
+  acc.y_format = {true, 2, "%"};
   acc.series.push_back(epoch_series(r, "train", kTrainColor,
                                     [](const EpochPoint& e) { return 100.0 * e.train_acc; }));
   acc.series.push_back(epoch_series(r, "validation", kValColor,
@@ -168,28 +168,28 @@ std::string curves(const RunReport& r) {
 
   LineChart lr = epoch_chart("lr", "Learning rate", "learning rate");
   lr.y_min = 0;
-  lr.y_format = "%.3g";
+  lr.y_format = {false, 3, ""};
   lr.series.push_back(
       epoch_series(r, "lr (cosine)", "#7c3aed", [](const EpochPoint& e) { return e.lr; }));
   out += render_line_chart(lr);
 
   LineChart speed = epoch_chart("throughput", "Throughput", "samples/s");
   speed.y_min = 0;
-  speed.y_format = "%.0f";
+  speed.y_format = {true, 0, ""};
   speed.series.push_back(epoch_series(r, "training samples/s", "#059669",
                                       [](const EpochPoint& e) { return e.samples_per_second; }));
   out += render_line_chart(speed);
 
   LineChart wait = epoch_chart("data-wait", "Waiting for data", "share of the epoch (%)");
   wait.y_min = 0;
-  wait.y_format = "%.1f%%";
+  wait.y_format = {true, 1, "%"};
   wait.series.push_back(epoch_series(r, "data wait", "#dc2626",
                                      [](const EpochPoint& e) { return e.data_wait_percent; }));
   out += render_line_chart(wait);
 
   LineChart time = epoch_chart("epoch-time", "Epoch time", "seconds (training + validation)");
   time.y_min = 0;
-  time.y_format = "%.1f s";
+  time.y_format = {true, 1, " s"};
   time.series.push_back(
       epoch_series(r, "epoch time", "#475569", [](const EpochPoint& e) { return e.seconds; }));
   out += render_line_chart(time);
@@ -216,7 +216,7 @@ std::string resources(const RunReport& r) {
   host.y_min = 0;
   host.y_max = 100;
   host.markers = r.resources.size() <= 120;
-  host.y_format = "%.1f%%";
+  host.y_format = {true, 1, "%"};
   ChartSeries cpu{"CPU busy", "#2563eb", {}, {}}, ram{"RAM used", "#059669", {}, {}};
   const double nan = std::nan("");
   int gpu_count = 0;

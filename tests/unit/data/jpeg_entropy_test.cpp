@@ -254,6 +254,34 @@ TEST(JpegEntropy, PointsRecordedFromOtherBytesAreNotUsed) {
   EXPECT_EQ(decode(b, w, 3, true, &lease), decode(b, w, 3, false));
 }
 
+// An index is tied to a file by a 64-bit fingerprint; a point that lies beyond the file's data
+// (another file of the same fingerprint) is skipped rather than sought to.
+TEST(JpegEntropy, APointBeyondTheDataIsNotSoughtTo) {
+  JpegSpec spec;
+  spec.width = 320;
+  spec.height = 240;
+  const Bytes bytes = write_jpeg(spec, picture(3));
+  EntropyIndexStore store(1, std::size_t{1} << 20);
+  {
+    EntropyLease lease(&store, 0);
+    decode(bytes, Window{0, 0, 240, 320}, 3, true, &lease);  // points over the whole file
+  }
+  std::size_t moved = 0;
+  {
+    EntropyLease lease(&store, 0);
+    ASSERT_NE(lease.index(), nullptr);
+    for (auto& point : lease.index()->points) {
+      if (point.bit == EntropyPoint::kUnknown) continue;
+      point.bit = EntropyPoint::kUnknown - 8 * 1024;  // far past a 320 x 240 file's bits
+      ++moved;
+    }
+  }
+  ASSERT_GT(moved, 0u) << "the first decode recorded points";
+  const Window crop{160, 200, 60, 100};
+  EntropyLease lease(&store, 0);
+  EXPECT_EQ(decode(bytes, crop, 3, true, &lease), decode(bytes, crop, 3, false));
+}
+
 TEST(JpegEntropy, RestartMarkersAndProgressiveFilesAreLibjpegsAlone) {
   for (const bool progressive : {false, true}) {
     JpegSpec spec;

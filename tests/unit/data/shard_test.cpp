@@ -342,6 +342,26 @@ TEST(ShardPack, PackedShardsReadBackAsTheSourceAndAreTheSameBytesAgain) {
   EXPECT_FALSE(file_exists(dir.file("a/cut.tar")));
   EXPECT_FALSE(file_exists(dir.file("a/cut.tar.partial")));
   EXPECT_THROW(TarWriter(dir.file("a/t.tar")).add("../x", nullptr, 0), std::invalid_argument);
+  EXPECT_THROW(TarWriter(dir.file("a/t.tar")).add("b/../../x", nullptr, 0), std::invalid_argument);
+  EXPECT_THROW(TarWriter(dir.file("a/t.tar")).add("/x", nullptr, 0), std::invalid_argument);
+  // A `..` inside a name is not a component: the reader lists such a member, so the writer
+  // writes it.
+  {
+    TarWriter w(dir.file("a/dots.tar"));
+    const std::uint8_t byte = 7;
+    w.add("img..jpg", &byte, 1);
+    w.finish();
+  }
+  EXPECT_TRUE(file_exists(dir.file("a/dots.tar")));
+  // A rename that fails (a folder holds the shard's name) leaves no partial file behind.
+  write_file(dir.file("a/taken.tar/inside"), "x");
+  {
+    TarWriter w(dir.file("a/taken.tar"));
+    const std::uint8_t byte = 1;
+    w.add("x.cls", &byte, 1);
+    EXPECT_THROW(w.finish(), std::runtime_error);
+  }
+  EXPECT_FALSE(file_exists(dir.file("a/taken.tar.partial")));
 }
 
 #endif

@@ -113,6 +113,20 @@ TEST(ChartSvg, NiceTicksCoverTheRange) {
   EXPECT_EQ(tick_label(0.0004, 0.0002), "0.0004");
 }
 
+// Hover values are printed from fields, never from a format string: a unit holding printf's
+// conversions comes out as written (and escaped), not as a format.
+TEST(ChartSvg, ValueFormatsAreFieldsNotPrintfFormats) {
+  EXPECT_EQ(format_chart_value({true, 2, "%"}, 91.026), "91.03%");
+  EXPECT_EQ(format_chart_value({false, 3, ""}, 0.000123456), "0.000123");
+  EXPECT_EQ(format_chart_value({true, 1, " s"}, 2.25), "2.2 s");
+  EXPECT_EQ(format_chart_value({true, 99, ""}, 1.0), "1.00000000000000000") << "digits capped";
+  LineChart c;
+  c.id = "x";
+  c.y_format = {true, 1, " %s%n<b>"};
+  c.series.push_back({"s", "#000", {1}, {0.5}, false});
+  EXPECT_THAT(render_line_chart(c), HasSubstr("data-y=\"0.5 %s%n&lt;b&gt;\""));
+}
+
 TEST(ChartSvg, IntegerAxisForEpochsAndBrokenLines) {
   LineChart c;
   c.id = "x";
