@@ -90,7 +90,13 @@ if [ -d "$deps" ]; then
       "-Dspdlog_DIR=$cmake_lib/cmake/spdlog" "-Dfmt_DIR=$cmake_lib/cmake/fmt"
       "-DBoost_DIR=$(echo "$cmake_lib"/cmake/Boost-*)" "-DGTest_DIR=$cmake_lib/cmake/GTest"
       "-DZLIB_ROOT=$deps/root/usr"
-      "-Dnlohmann_json_DIR=$deps/root/usr/share/cmake/nlohmann_json")
+      "-Dnlohmann_json_DIR=$deps/root/usr/share/cmake/nlohmann_json"
+      # PyTorch 2.x wheels carry their own, newer fmt in torch/include, a system folder of
+      # LibTorch's searched before these; Debian's spdlog 1.10 needs Debian's fmt 9 (fmt 11 has
+      # no fmt::basic_runtime). A folder holding fmt alone goes first as -I (GCC ignores an -I
+      # for a folder that is also -isystem, so not root/usr/include itself).
+      "-DCMAKE_CXX_FLAGS=-I$deps/fmt-first")
+    mkdir -p "$deps/fmt-first" && ln -sfn "$deps/root/usr/include/fmt" "$deps/fmt-first/fmt"
     say "dependencies from $deps"
   fi
 fi
