@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "core/errors.h"
+#include "core/fd_io.h"
 
 namespace dl {
 namespace {
@@ -80,12 +81,7 @@ void DirFd::write_file(const std::string& name, std::string_view bytes) const {
   if (fd < 0) fail("cannot create", path_ + "/" + temp, errno);
   int err = 0;
   const char* what = "cannot write";
-  for (std::size_t done = 0; done < bytes.size() && err == 0;) {
-    const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) err = errno;
-    if (n > 0) done += static_cast<std::size_t>(n);
-  }
+  if (!write_fully(fd, bytes.data(), bytes.size())) err = errno;
   if (err == 0 && ::fsync(fd) != 0) {
     err = errno;
     what = "cannot flush";

@@ -17,6 +17,7 @@
 #include <utility>
 
 #include "core/errors.h"
+#include "core/fd_io.h"
 #include "core/text.h"
 
 namespace dl {
@@ -58,13 +59,7 @@ class TempFile {
   }
 
   void write_all(std::string_view bytes) {
-    size_t done = 0;
-    while (done < bytes.size()) {
-      const ssize_t n = ::write(fd_, bytes.data() + done, bytes.size() - done);
-      if (n < 0 && errno == EINTR) continue;
-      if (n < 0) fail("cannot write", path_);
-      done += static_cast<size_t>(n);
-    }
+    if (!write_fully(fd_, bytes.data(), bytes.size())) fail("cannot write", path_);
   }
 
   // The data must be on disk before the rename makes it visible under the final name.

@@ -25,10 +25,32 @@ std::vector<std::string> split(const std::string& s, char sep) {
 }
 
 std::string trim(const std::string& s) {
-  const char* ws = " \t\r\n";
+  const char* ws = " \t\r\n\v\f";  // isspace in the C locale
   const auto first = s.find_first_not_of(ws);
   if (first == std::string::npos) return {};
   return s.substr(first, s.find_last_not_of(ws) - first + 1);
+}
+
+std::string printable(std::string_view bytes, std::size_t limit) {
+  std::string out;
+  for (const char c : bytes.substr(0, limit)) {
+    const auto byte = static_cast<unsigned char>(c);
+    if (byte >= 0x20 && byte < 0x7f) {
+      out += c;
+    } else {
+      char hex[5];
+      std::snprintf(hex, sizeof hex, "\\x%02x", byte);
+      out += hex;
+    }
+  }
+  if (bytes.size() > limit) out += "...";
+  return out;
+}
+
+std::string zero_padded(std::uint64_t v, std::size_t width) {
+  std::string s = std::to_string(v);
+  if (s.size() < width) s.insert(0, width - s.size(), '0');
+  return s;
 }
 
 std::optional<std::uint64_t> parse_u64(const std::string& s) {

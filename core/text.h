@@ -10,6 +10,7 @@
 namespace dl {
 
 std::vector<std::string> split(const std::string& s, char sep);
+// `s` without leading and trailing white space (isspace in the C locale).
 std::string trim(const std::string& s);
 inline bool is_digit(char c) {
   return c >= '0' && c <= '9';
@@ -27,6 +28,13 @@ inline std::string base_name(const std::string& path) {
 }
 
 // Whole-string parses: nullopt on anything but an optionally signed run of digits in range.
+// Outside bytes (a name from a file) as one line of text for a message: printable ASCII as it is,
+// any other byte as \xNN; at most `limit` bytes of it, then "...".
+std::string printable(std::string_view bytes, std::size_t limit);
+
+// `v` in decimal, zeros in front up to `width` digits ("007" for 7 and 3).
+std::string zero_padded(std::uint64_t v, std::size_t width);
+
 std::optional<std::uint64_t> parse_u64(const std::string& s);
 std::optional<std::int64_t> parse_i64(const std::string& s);
 

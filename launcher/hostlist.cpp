@@ -23,9 +23,7 @@ std::optional<std::vector<std::string>> expand_ranges(const std::string& inside)
     }
     if (*b - *a >= kMaxHosts) return std::nullopt;
     for (std::uint64_t n = *a; n <= *b; ++n) {
-      std::string s = std::to_string(n);
-      if (s.size() < lo.size()) s.insert(0, lo.size() - s.size(), '0');
-      out.push_back(s);
+      out.push_back(zero_padded(n, lo.size()));
       if (out.size() > kMaxHosts) return std::nullopt;
     }
   }

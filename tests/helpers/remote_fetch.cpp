@@ -18,21 +18,11 @@
 #include <string>
 #include <vector>
 
+#include "core/fd_io.h"
 #include "data/data_error.h"
 #include "data/remote_store.h"
 
 namespace {
-
-bool write_all(int fd, const char* data, std::size_t n) {
-  while (n > 0) {
-    const ssize_t w = write(fd, data, n);
-    if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) return false;
-    data += w;
-    n -= static_cast<std::size_t>(w);
-  }
-  return true;
-}
 
 // The object's bytes from its memory file to stdout.
 bool copy_out(const dl::data::RemoteObject& object) {
@@ -42,7 +32,7 @@ bool copy_out(const dl::data::RemoteObject& object) {
     const ssize_t r = pread(object.fd, buffer.data(), buffer.size(), static_cast<off_t>(done));
     if (r < 0 && errno == EINTR) continue;
     if (r <= 0) return false;
-    if (!write_all(STDOUT_FILENO, buffer.data(), static_cast<std::size_t>(r))) return false;
+    if (!dl::write_fully(STDOUT_FILENO, buffer.data(), static_cast<std::size_t>(r))) return false;
     done += static_cast<std::uint64_t>(r);
   }
   return true;

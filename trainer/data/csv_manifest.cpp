@@ -7,19 +7,12 @@
 #include <fstream>
 #include <vector>
 
+#include "core/text.h"
 #include "data/data_error.h"
 #include "data/file_list_source.h"
 
 namespace dl::data {
 namespace {
-
-std::string trim(const std::string& s) {
-  std::size_t begin = 0;
-  std::size_t end = s.size();
-  while (begin < end && std::isspace(static_cast<unsigned char>(s[begin]))) ++begin;
-  while (end > begin && std::isspace(static_cast<unsigned char>(s[end - 1]))) --end;
-  return s.substr(begin, end - begin);
-}
 
 bool is_header(const std::string& line) {
   std::string lower;

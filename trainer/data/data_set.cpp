@@ -3,6 +3,7 @@
 
 #include <sys/stat.h>
 
+#include "core/text.h"
 #include "data/cifar.h"
 #include "data/csv_manifest.h"
 #include "data/data_error.h"
@@ -30,11 +31,6 @@ bool is_dir(const std::string& path) {
 
 bool has_idx(const std::string& dir) {
   return exists(dir + "/train-images-idx3-ubyte") || exists(dir + "/train-images-idx3-ubyte.gz");
-}
-
-bool ends_with(const std::string& text, const std::string& suffix) {
-  return text.size() >= suffix.size() &&
-         text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
 }  // namespace

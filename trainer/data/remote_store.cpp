@@ -11,6 +11,7 @@
 #include <cstring>
 #include <thread>
 
+#include "core/fd_io.h"
 #include "data/data_error.h"
 #include "data/file_bytes.h"
 #include "data/s3_request.h"
@@ -92,16 +93,9 @@ std::size_t on_body(char* data, std::size_t size, std::size_t count, void* user)
     sink.too_large = true;
     return 0;  // aborts the transfer
   }
-  std::size_t done = 0;
-  while (done < n) {
-    const ssize_t w = pwrite(sink.fd, data + done, n - done,
-                             static_cast<off_t>(sink.start + sink.written + done));
-    if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) {
-      sink.write_failed = true;
-      return 0;
-    }
-    done += static_cast<std::size_t>(w);
+  if (!pwrite_fully(sink.fd, data, n, sink.start + sink.written)) {
+    sink.write_failed = true;
+    return 0;
   }
   sink.written += n;
   return n;

@@ -7,6 +7,7 @@
 #include <tuple>
 #include <utility>
 
+#include "core/text.h"
 #include "data/data_error.h"
 
 extern char** environ;
@@ -17,13 +18,6 @@ namespace {
 std::string get(const std::map<std::string, std::string>& env, const std::string& name) {
   const auto it = env.find(name);
   return it == env.end() ? std::string() : it->second;
-}
-
-std::string trim(const std::string& s) {
-  const std::size_t a = s.find_first_not_of(" \t\r");
-  if (a == std::string::npos) return {};
-  const std::size_t b = s.find_last_not_of(" \t\r");
-  return s.substr(a, b - a + 1);
 }
 
 // The `key = value` pairs of section `section` of an INI file as the AWS tools write them

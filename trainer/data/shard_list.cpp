@@ -9,21 +9,13 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "core/text.h"
 #include "data/data_error.h"
 #include "data/remote_store.h"
 #include "data/skip_reason.h"
 
 namespace dl::data {
 namespace {
-
-bool ends_with(const std::string& text, const std::string& suffix) {
-  return text.size() >= suffix.size() &&
-         text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-
-bool starts_with(const std::string& text, const std::string& prefix) {
-  return text.compare(0, prefix.size(), prefix) == 0;
-}
 
 bool is_dir(const std::string& path) {
   struct stat st {};
@@ -33,12 +25,6 @@ bool is_dir(const std::string& path) {
 bool all_digits(const std::string& s) {
   return !s.empty() && s.size() <= 18 &&
          std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
-}
-
-std::string padded(std::uint64_t v, std::size_t width) {
-  std::string s = std::to_string(v);
-  if (s.size() < width) s.insert(0, width - s.size(), '0');
-  return s;
 }
 
 // The alternatives one brace body stands for.
@@ -73,7 +59,7 @@ std::vector<std::string> alternatives(const std::string& body, const std::string
     throw std::invalid_argument("shards " + pattern + ": {" + body + "}: more than 10000000 names");
   }
   std::vector<std::string> out;
-  for (std::uint64_t v = from; v <= to; ++v) out.push_back(padded(v, width));
+  for (std::uint64_t v = from; v <= to; ++v) out.push_back(zero_padded(v, width));
   return out;
 }
 

@@ -10,6 +10,7 @@
 #include <stdexcept>
 #include <utility>
 
+#include "core/fd_io.h"
 #include "data/tar_listing.h"
 
 namespace dl::data {
@@ -36,15 +37,8 @@ TarWriter::~TarWriter() {
 }
 
 void TarWriter::write(const void* data, std::size_t size) {
-  const auto* p = static_cast<const char*>(data);
-  while (size > 0) {
-    const ssize_t n = ::write(fd_, p, size);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) throw failure("cannot write", partial_);
-    p += n;
-    size -= static_cast<std::size_t>(n);
-    bytes_ += static_cast<std::uint64_t>(n);
-  }
+  if (!write_fully(fd_, data, size)) throw failure("cannot write", partial_);
+  bytes_ += size;
 }
 
 void TarWriter::add(const std::string& name, const std::uint8_t* data, std::size_t size) {

@@ -10,6 +10,8 @@
 #include <set>
 #include <unordered_map>
 
+#include "core/text.h"
+
 namespace dl::model {
 namespace {
 
@@ -111,10 +113,7 @@ const Global kGlobals[] = {
 
 // Printable for a message: the name as given, cut short, non-printing bytes as '?'.
 std::string printable(const std::string& text, std::size_t limit = 60) {
-  std::string out;
-  for (char c : text.substr(0, limit)) out += (c >= 0x20 && c < 0x7f) ? c : '?';
-  if (text.size() > limit) out += "...";
-  return out;
+  return dl::printable(text, limit);
 }
 
 class Interpreter {

@@ -8,6 +8,8 @@
 
 #include <cstdio>
 
+#include "core/text.h"
+
 namespace dl::model {
 namespace {
 
@@ -31,20 +33,9 @@ ZipScan corrupt(const std::string& why) {
   return {ZipScan::Verdict::kCorrupt, "zip archive: " + why};
 }
 
-// A record's name as one line of text: printable ASCII as it is, any other byte as \xNN.
+// A record's name as one line of text.
 std::string printable(const std::uint8_t* name, std::size_t length) {
-  std::string out;
-  for (std::size_t i = 0; i < length && out.size() < kLongestName; ++i) {
-    if (name[i] >= 0x20 && name[i] < 0x7f) {
-      out += static_cast<char>(name[i]);
-    } else {
-      char hex[5];
-      std::snprintf(hex, sizeof hex, "\\x%02x", name[i]);
-      out += hex;
-    }
-  }
-  if (out.size() >= kLongestName) out += "...";
-  return out;
+  return dl::printable(std::string_view(reinterpret_cast<const char*>(name), length), kLongestName);
 }
 
 std::string method_name(std::uint64_t method) {

@@ -10,6 +10,7 @@
 #include <cstring>
 
 #include "core/errors.h"
+#include "core/fd_io.h"
 
 namespace dl::report {
 namespace {
@@ -64,14 +65,8 @@ void EventFile::add(const std::vector<Scalar>& scalars, std::int64_t step, doubl
 
 void EventFile::write_record(const std::string& event) {
   const std::string record = frame_record(event);
-  std::size_t done = 0;
-  while (done < record.size()) {
-    const ssize_t n = write(fd_, record.data() + done, record.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      throw UserError(exit_code::kCantWrite, "cannot write " + path_ + ": " + std::strerror(errno));
-    }
-    done += static_cast<std::size_t>(n);
+  if (!write_fully(fd_, record.data(), record.size())) {
+    throw UserError(exit_code::kCantWrite, "cannot write " + path_ + ": " + std::strerror(errno));
   }
 }
 

@@ -6,16 +6,10 @@
 #include <map>
 #include <sstream>
 
+#include "core/text.h"
+
 namespace dl::report {
 namespace {
-
-std::vector<std::string> split(const std::string& line) {
-  std::vector<std::string> out;
-  std::string field;
-  std::istringstream in(line);
-  while (std::getline(in, field, ',')) out.push_back(field);
-  return out;
-}
 
 bool to_double(const std::string& s, double* v) {
   if (s.empty()) return false;
@@ -33,7 +27,7 @@ std::vector<EpochPoint> parse_metrics_csv(const std::string& text, int up_to) {
   std::map<int, EpochPoint> by_epoch;
   while (std::getline(in, line)) {
     if (!line.empty() && line.back() == '\r') line.pop_back();
-    const auto fields = split(line);
+    const auto fields = split(line, ',');
     if (fields.empty()) continue;
     if (fields[0] == "epoch") {  // the header (written again if the file was started over)
       header = fields;

@@ -15,6 +15,21 @@ TEST(Text, SplitKeepsEmptyFieldsButNoTrailingOne) {
 TEST(Text, Trim) {
   EXPECT_EQ(trim("  x y \n"), "x y");
   EXPECT_EQ(trim(" \t\n"), "");
+  // Every byte isspace takes in the C locale (a CSV manifest's and an AWS config's lines too).
+  EXPECT_EQ(trim("\v\f\r a=b \r"), "a=b");
+}
+
+TEST(Text, PrintableEscapesOtherBytesAndCuts) {
+  EXPECT_EQ(printable("os.system", 60), "os.system");
+  EXPECT_EQ(printable(std::string("a\0b\n\xff", 5), 60), "a\\x00b\\x0a\\xff");
+  EXPECT_EQ(printable("abcdef", 3), "abc...");
+  EXPECT_EQ(printable("abc", 3), "abc");
+}
+
+TEST(Text, ZeroPadded) {
+  EXPECT_EQ(zero_padded(7, 3), "007");
+  EXPECT_EQ(zero_padded(1234, 2), "1234");
+  EXPECT_EQ(zero_padded(0, 0), "0");
 }
 
 TEST(Text, ParseU64IsStrict) {
