@@ -1,9 +1,9 @@
 // The launcher's three spawners, all through spawn_child (core/spawn.h): the supervised program
 // (supervise), a rank (supervise_ranks) and a probe (run_captured) each start the helper child,
 // which lists the descriptors it was started with: only 0, 1 and 2 (a descriptor the test process
-// left inheritable does not reach them). For the same variables their children get the same
-// environment, and a working directory only root may enter is refused, before exec, with the
-// folder named.
+// left inheritable does not reach them), and under dl-launch the run lock a rank is handed. For the
+// same variables their children get the same environment, and a working directory only root may
+// enter is refused, before exec, with the folder named.
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
@@ -19,12 +19,15 @@
 #include "launcher/supervisor.h"
 #include "support/files.h"
 #include "support/matchers.h"
+#include "support/process.h"
 #include "support/temp_dir.h"
 
 namespace dl::test {
 namespace {
 
 const std::string kChild = DL_TEST_CHILD;
+const std::string kLaunch = DL_LAUNCH_BIN;
+const std::string kFakeNvml = DL_FAKE_NVML;
 constexpr uid_t kNobody = 65534;
 
 // "N -> target" lines of the helper's `fds` mode, by descriptor.
@@ -89,6 +92,24 @@ TEST(SpawnCallers, ProbeHasOnlyStdinStdoutAndStderr) {
   EXPECT_EQ(fds.at(0), "/dev/null") << r.out;
   EXPECT_TRUE(contains(fds.at(1), "pipe:")) << r.out;
   EXPECT_TRUE(contains(fds.at(2), "pipe:")) << r.out;
+}
+
+// Through dl-launch itself: each rank also keeps the run lock, passed on purpose (DL_RUN_LOCK_FD).
+TEST(SpawnCallers, RanksOfDlLaunchKeepStdioAndTheRunLockOnly) {
+  TempDir ws;
+  const Result r = run({kLaunch, "--nvml-library", kFakeNvml, "--workspace", ws.path(), "--name",
+                        "r1", "--nproc-per-node", "2", "--", kChild, "fds", "-"},
+                       {}, kSchedulerVars);
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  for (const char* log_name : {"rank-0.log", "rank-1.log"}) {
+    const std::string log = read_file(ws / "runs/r1/" + log_name);
+    const auto fds = parse_fds(log);
+    ASSERT_EQ(fds.size(), 4u) << log_name << ":\n" << log;
+    EXPECT_EQ(fds.at(0), "/dev/null") << log;
+    EXPECT_TRUE(contains(fds.at(1), "pipe:")) << log;
+    EXPECT_TRUE(contains(fds.at(2), "pipe:")) << log;
+    EXPECT_EQ(fds.rbegin()->second, real_path(ws / "runs/r1/run.lock")) << log;
+  }
 }
 
 TEST(SpawnCallers, SupervisedProgramHasOnlyTheLaunchersStdio) {
