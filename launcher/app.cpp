@@ -666,6 +666,7 @@ RankGroupSpec rank_group(const LaunchOptions& opts, const Launch& launch) {
   g.grace_seconds = opts.grace_seconds;
   g.identity = launch.run_as;
   g.prefix = all && t.world_size.value > 1;
+  if (launch.run_lock) g.pass_fds = {launch.run_lock->fd()};
   for (std::size_t i = 0; i < launch.plan.ranks.size(); ++i) {
     const RankPlan& r = launch.plan.ranks[i];
     RankSpawn spawn;
@@ -734,6 +735,7 @@ int run_supervised(const LaunchOptions& opts, const Launch& launch) {
       for (const auto& [name, value] : extra) set_variable(spec.env, name, value);
       spec.grace_seconds = opts.grace_seconds;
       spec.identity = launch.run_as;
+      if (launch.run_lock) spec.pass_fds = {launch.run_lock->fd()};
       code = supervise(spec, &end);
       if (code != 0) spdlog::warn("{} exited with code {}", launch.command[0], code);
     } else {

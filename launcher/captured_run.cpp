@@ -1,4 +1,4 @@
-// fork/exec with two pipes and poll(); nothing is allocated between fork and exec. The child leads
+// spawn_child (core/spawn.h) with two pipes, and poll(). The child leads
 // a process group of its own, so that a stop (stop_request.h), a deadline or a missing handshake
 // kills it with whatever it started (a DataLoader's workers): a Ctrl-C reaches the launcher, which
 // sees it within 100 ms, kills the group and reaps the child before it throws StopRequested.
@@ -8,7 +8,6 @@
 #include "launcher/captured_run.h"
 
 #include <fcntl.h>
-#include <grp.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -17,11 +16,9 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
-#include <set>
 
+#include "core/spawn.h"
 #include "launcher/stop_request.h"
-
-extern char** environ;
 
 namespace dl {
 namespace {
@@ -60,32 +57,6 @@ bool drain(int fd, std::string* into) {
   }
 }
 
-// The launcher's environment with `env` on top, as NAME=value strings for execve.
-std::vector<std::string> exec_environment(const CapturedRun::Env& env) {
-  std::vector<std::string> env_strings;
-  std::set<std::string> overridden;
-  for (const auto& [k, v] : env) overridden.insert(k);
-  for (char** e = environ; *e != nullptr; ++e) {
-    const std::string entry = *e;
-    if (overridden.count(entry.substr(0, entry.find('='))) == 0) env_strings.push_back(entry);
-  }
-  // A name given twice takes its last value (getenv would find the first).
-  for (std::size_t i = 0; i < env.size(); ++i) {
-    bool later = false;
-    for (std::size_t j = i + 1; j < env.size() && !later; ++j) later = env[j].first == env[i].first;
-    if (!later) env_strings.push_back(env[i].first + "=" + env[i].second);
-  }
-  return env_strings;
-}
-
-// The null-terminated array of pointers into `strings` that execve takes.
-std::vector<char*> pointers_to(std::vector<std::string>& strings) {
-  std::vector<char*> pointers;
-  for (auto& s : strings) pointers.push_back(s.data());
-  pointers.push_back(nullptr);
-  return pointers;
-}
-
 // Both pipes, close-on-exec; on failure none is left open and `error` says why.
 bool open_pipes(int out_pipe[2], int err_pipe[2], std::string* error) {
   if (pipe2(out_pipe, O_CLOEXEC) != 0) {
@@ -99,38 +70,6 @@ bool open_pipes(int out_pipe[2], int err_pipe[2], std::string* error) {
     return false;
   }
   return true;
-}
-
-// Who the child becomes before it touches anything: nobody else when `change` is false.
-struct ChildUser {
-  bool change = false;
-  uid_t uid = 0;
-  gid_t gid = 0;
-};
-
-// In the child, between fork and exec: async-signal-safe calls only.
-[[noreturn]] void exec_child(int null_fd, int out_fd, int err_fd, const ChildUser& user,
-                             const char* cwd, char* const args[], char* const envp[]) {
-  setpgid(0, 0);
-  if (null_fd >= 0) dup2(null_fd, STDIN_FILENO);
-  dup2(out_fd, STDOUT_FILENO);
-  dup2(err_fd, STDERR_FILENO);
-  // Groups first, the uid last: once the uid is dropped, the rest is not allowed.
-  if (user.change &&
-      (setgroups(1, &user.gid) != 0 || setgid(user.gid) != 0 || setuid(user.uid) != 0)) {
-    const char msg[] = "cannot take the workspace owner's identity\n";
-    (void)!write(STDERR_FILENO, msg, sizeof msg - 1);
-    _exit(126);
-  }
-  if (chdir(cwd) != 0) {
-    const char msg[] = "cannot enter the working directory\n";
-    (void)!write(STDERR_FILENO, msg, sizeof msg - 1);
-    _exit(127);
-  }
-  execve(args[0], args, envp);
-  const char msg[] = "cannot execute the program\n";
-  (void)!write(STDERR_FILENO, msg, sizeof msg - 1);
-  _exit(errno == ENOENT ? 127 : 126);
 }
 
 // How often the loop looks at a stop request and `stop_when` while the child is quiet; a signal
@@ -215,27 +154,28 @@ CapturedRun run_captured(const std::vector<std::string>& argv, const std::string
   // A stop that came between two probes starts no further one.
   throw_if_stop_requested();
   CapturedRun r;
-  ChildUser user;
-  if (identity) user = {true, identity->uid, identity->gid};
-  // Everything the child needs is built before fork: after it, only async-signal-safe calls.
-  std::vector<std::string> env_strings = exec_environment(env);
-  const std::vector<char*> envp = pointers_to(env_strings);
-  std::vector<std::string> argv_copy = argv;
-  const std::vector<char*> args = pointers_to(argv_copy);
-
   int out_pipe[2], err_pipe[2];
   if (!open_pipes(out_pipe, err_pipe, &r.start_error)) return r;
-  const int null_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
-  const pid_t pid = fork();
-  if (pid == 0) {
-    exec_child(null_fd, out_pipe[1], err_pipe[1], user, cwd.c_str(), args.data(), envp.data());
+  ChildSpec child;
+  child.argv = argv;
+  child.env = env;
+  child.cwd = cwd;
+  child.user = identity;
+  child.stdin_fd = kNullFd;
+  child.stdout_fd = out_pipe[1];
+  child.stderr_fd = err_pipe[1];
+  // A group of its own, killed with whatever it started; killed too if the launcher dies.
+  child.new_process_group = true;
+  child.parent_death_signal = SIGKILL;
+  pid_t pid = -1;
+  try {
+    pid = spawn_child(child);
+  } catch (const SpawnError& e) {
+    r.start_error = e.what();
   }
-  if (pid > 0) setpgid(pid, pid);  // also here, so the group exists before it is killed
-  if (null_fd >= 0) close(null_fd);
   close(out_pipe[1]);
   close(err_pipe[1]);
   if (pid < 0) {
-    r.start_error = std::string("fork: ") + std::strerror(errno);
     close(out_pipe[0]);
     close(err_pipe[0]);
     return r;

@@ -21,7 +21,7 @@ struct CapturedRun {
   bool timed_out = false;  // killed at the deadline
   bool stopped = false;    // killed because `stop_when` said so
   std::string out, err;
-  std::string start_error;  // why it could not be started
+  std::string start_error;  // why it could not be started ("cannot enter /ws: Permission denied")
 };
 
 // Runs argv (argv[0] a path) in `cwd` with the launcher's environment plus `env` (which wins;

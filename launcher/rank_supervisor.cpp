@@ -1,12 +1,10 @@
-// fork/exec with the child's set-up (group, pinning, output, user) between the two, and one poll
+// Each rank started by spawn_child (core/spawn.h: its group, pinning, output, user), and one poll
 // loop over a signalfd (the stop signals and SIGCHLD, blocked and read synchronously) and every
 // rank's output pipe. No sleeping: the loop wakes on a signal, output, or the kill deadline.
 #include "launcher/rank_supervisor.h"
 
 #include <fcntl.h>
-#include <grp.h>
 #include <poll.h>
-#include <sched.h>
 #include <signal.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
@@ -18,17 +16,15 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
-#include <map>
 #include <optional>
 #include <utility>
 #include <vector>
 
 #include "core/act_as.h"
 #include "core/errors.h"
+#include "core/spawn.h"
 #include "launcher/exit_status.h"
 #include "launcher/stop_request.h"
-
-extern char** environ;
 
 namespace dl {
 namespace {
@@ -104,77 +100,6 @@ Fd open_log(int dir_fd, const std::string& name, const std::string& path) {
   return fd;
 }
 
-// What execve gets: the launcher's environment with the rank's variables on top.
-struct ExecImage {
-  std::vector<std::string> strings;
-  std::vector<char*> argv, envp;
-};
-
-ExecImage exec_image(const std::vector<std::string>& argv, const EnvList& env) {
-  ExecImage img;
-  std::map<std::string, std::string> vars;
-  for (char** e = environ; *e != nullptr; ++e) {
-    const std::string kv = *e;
-    const auto eq = kv.find('=');
-    if (eq != std::string::npos) vars[kv.substr(0, eq)] = kv.substr(eq + 1);
-  }
-  for (const auto& [k, v] : env) vars[k] = v;
-  img.strings.reserve(argv.size() + vars.size());
-  for (const auto& a : argv) img.strings.push_back(a);
-  for (const auto& [k, v] : vars) img.strings.push_back(k + "=" + v);
-  for (std::size_t i = 0; i < img.strings.size(); ++i) {
-    (i < argv.size() ? img.argv : img.envp).push_back(img.strings[i].data());
-  }
-  img.argv.push_back(nullptr);
-  img.envp.push_back(nullptr);
-  return img;
-}
-
-// Reports a failure in the child (the stage and errno) through `err_fd` and exits 127.
-[[noreturn]] void child_failed(int err_fd, int stage) {
-  const int e[2] = {stage, errno};
-  (void)!write(err_fd, e, sizeof e);
-  _exit(exit_code::kNotFound);
-}
-
-// In the child, between fork and exec: only async-signal-safe calls. A failure's errno goes
-// through `err_fd` (close-on-exec: the parent reads end-of-file when exec succeeds).
-[[noreturn]] void exec_rank(const ExecImage& img, const std::string& cwd, int out_fd, int stderr_fd,
-                            int err_fd, const cpu_set_t* cpus,
-                            const std::optional<Identity>& identity, const sigset_t& old_mask) {
-  auto fail = [err_fd](int stage) { child_failed(err_fd, stage); };
-  setpgid(0, 0);
-  const int null_fd = open("/dev/null", O_RDONLY);
-  if (null_fd < 0 || dup2(null_fd, STDIN_FILENO) < 0) fail(1);
-  if (dup2(out_fd, STDOUT_FILENO) < 0 || dup2(stderr_fd, STDERR_FILENO) < 0) fail(1);
-  if (cpus != nullptr && sched_setaffinity(0, sizeof(cpu_set_t), cpus) != 0) fail(2);
-  if (chdir(cwd.c_str()) != 0) fail(3);
-  // Groups first, the uid last: once the uid is dropped, the rest is not allowed.
-  if (identity && (setgroups(1, &identity->gid) != 0 || setgid(identity->gid) != 0 ||
-                   setuid(identity->uid) != 0)) {
-    fail(4);
-  }
-  signal(SIGPIPE, SIG_DFL);
-  pthread_sigmask(SIG_SETMASK, &old_mask, nullptr);
-  execve(img.argv[0], img.argv.data(), img.envp.data());
-  child_failed(err_fd, 5);
-}
-
-std::string stage_text(int stage) {
-  switch (stage) {
-    case 1:
-      return "cannot set up its output";
-    case 2:
-      return "cannot pin it to its CPUs";
-    case 3:
-      return "cannot enter the workspace";
-    case 4:
-      return "cannot switch to the workspace owner's uid and gid";
-    default:
-      return "cannot execute it";
-  }
-}
-
 // Starts one rank; throws UserError 126 when it cannot start.
 void start_rank(const RankGroupSpec& spec, Rank& r, const sigset_t& old_mask) {
   int pipe_fds[2];
@@ -183,43 +108,32 @@ void start_rank(const RankGroupSpec& spec, Rank& r, const sigset_t& old_mask) {
   int stderr_fds[2];
   if (pipe2(stderr_fds, O_CLOEXEC) != 0) throw std::runtime_error("pipe2 failed");
   Fd stderr_read(stderr_fds[0]), stderr_write(stderr_fds[1]);
-  int err_fds[2];
-  if (pipe2(err_fds, O_CLOEXEC) != 0) throw std::runtime_error("pipe2 failed");
-  Fd err_read(err_fds[0]), err_write(err_fds[1]);
 
-  const ExecImage img = exec_image(spec.argv, r.spawn->env);
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  for (int c : r.spawn->cpus) {
-    if (c >= 0 && c < CPU_SETSIZE) CPU_SET(c, &set);
+  ChildSpec child;
+  child.argv = spec.argv;
+  child.env = r.spawn->env;
+  child.cwd = spec.cwd;
+  child.user = spec.identity;
+  child.stdin_fd = kNullFd;
+  child.stdout_fd = write_end.fd;
+  child.stderr_fd = stderr_write.fd;
+  child.cpus = r.spawn->cpus;
+  child.pass_fds = spec.pass_fds;
+  // A group of its own (a stop signals the rank's group), the launcher's signal mask, and
+  // SIGTERM when the launcher dies: a rank then stops as on a stop signal.
+  child.new_process_group = true;
+  child.parent_death_signal = SIGTERM;
+  child.mask = &old_mask;
+  try {
+    r.pid = spawn_child(child);
+  } catch (const SpawnError& e) {
+    throw UserError(exit_code::kNotExecutable, "cannot start rank " +
+                                                   std::to_string(r.spawn->global_rank) + " (" +
+                                                   spec.argv[0] + "): " + e.what());
   }
-  const cpu_set_t* cpus = r.spawn->cpus.empty() ? nullptr : &set;
-
-  const pid_t pid = fork();
-  if (pid < 0) throw std::runtime_error(std::string("fork failed: ") + std::strerror(errno));
-  if (pid == 0) {
-    exec_rank(img, spec.cwd, write_end.fd, stderr_write.fd, err_write.fd, cpus, spec.identity,
-              old_mask);
-  }
-  setpgid(pid, pid);  // also here, so the group exists before any signal is sent to it
-  r.pid = pid;
   r.running = true;
   write_end.reset();
   stderr_write.reset();
-  err_write.reset();
-  int e[2] = {0, 0};
-  ssize_t n;
-  do {
-    n = read(err_read.fd, e, sizeof e);
-  } while (n < 0 && errno == EINTR);
-  if (n == static_cast<ssize_t>(sizeof e)) {
-    int status = 0;
-    waitpid(pid, &status, 0);
-    r.running = false;
-    throw UserError(exit_code::kNotExecutable,
-                    "cannot start rank " + std::to_string(r.spawn->global_rank) + " (" +
-                        spec.argv[0] + "): " + stage_text(e[0]) + ": " + std::strerror(e[1]));
-  }
   for (Fd* end : {&read_end, &stderr_read}) {
     fcntl(end->fd, F_SETFL, fcntl(end->fd, F_GETFL) | O_NONBLOCK);
   }

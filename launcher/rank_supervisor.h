@@ -29,6 +29,9 @@ struct RankGroupSpec {
   double grace_seconds = 30.0;
   std::optional<Identity> identity;  // runs the ranks as this user; their logs are theirs
   bool prefix = false;               // shown lines start with "[rank N] "
+  // Descriptors every rank keeps (the run lock, DL_RUN_LOCK_FD); every other one above 2 is
+  // closed in them.
+  std::vector<int> pass_fds;
   std::vector<RankSpawn> ranks;
 };
 

@@ -1,33 +1,22 @@
-// Spawning with Boost.Process and supervising with sigtimedwait: the stop signals and SIGCHLD are
-// blocked in the launcher and taken synchronously, so there is no handler and no race between a
-// signal and the child's exit.
+// Spawning with spawn_child (core/spawn.h) and supervising with sigtimedwait: the stop signals and
+// SIGCHLD are blocked in the launcher and taken synchronously, so there is no handler and no race
+// between a signal and the child's exit.
 #include "launcher/supervisor.h"
 
-#include <grp.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <spdlog/spdlog.h>
-#include <boost/process/args.hpp>
-#include <boost/process/child.hpp>
-#include <boost/process/env.hpp>
-#include <boost/process/environment.hpp>
-#include <boost/process/exe.hpp>
-#include <boost/process/extend.hpp>
-#include <boost/process/start_dir.hpp>
-#include <cerrno>
 #include <chrono>
 #include <cstring>
 #include <optional>
-#include <system_error>
 
 #include "core/errors.h"
+#include "core/spawn.h"
 #include "core/text.h"
 #include "launcher/exit_status.h"
 #include "launcher/stop_request.h"
-
-namespace bp = boost::process;
 
 namespace dl {
 namespace {
@@ -74,44 +63,24 @@ struct TerminalBack {
   }
 };
 
-// The launcher's environment with the spec's variables on top. set(), not env[k]: Boost 1.74's
-// environment::find (behind operator[]) compares "k=" with each entry without minding the entry's
-// length, reading past any shorter one (AddressSanitizer: heap-buffer-overflow); set() checks it.
-bp::environment program_environment(const SpawnSpec& spec) {
-  bp::environment env = boost::this_process::environment();
-  for (const auto& [k, v] : spec.env) env.set(k, v);
-  return env;
-}
-
 // Starts the program as `spec` says; throws UserError 126 when it cannot be started.
-bp::child start_child(const SpawnSpec& spec, bp::environment& env,
-                      const std::vector<std::string>& args, const sigset_t& old_mask,
-                      bool own_terminal) {
-  const bool switch_user = spec.identity.has_value();
-  const uid_t uid = switch_user ? spec.identity->uid : 0;
-  const gid_t gid = switch_user ? spec.identity->gid : 0;
+pid_t start_child(const SpawnSpec& spec, const sigset_t& old_mask, bool own_terminal) {
+  ChildSpec child;
+  child.argv = spec.argv;
+  child.env = spec.env;
+  child.cwd = spec.cwd;
+  child.user = spec.identity;
+  child.pass_fds = spec.pass_fds;
+  // A group of its own (the launcher signals the group), the terminal when the launcher had it,
+  // and the signal mask the launcher had. Killed when the launcher dies: SIGTERM, which the
+  // trainer takes as a stop and saves a checkpoint on.
+  child.new_process_group = true;
+  child.take_terminal = own_terminal;
+  child.parent_death_signal = SIGTERM;
+  child.mask = &old_mask;
   try {
-    return bp::child(
-        bp::exe = spec.argv[0], bp::args = args, bp::start_dir = spec.cwd, env,
-        bp::extend::on_exec_setup = [&old_mask, own_terminal, switch_user, uid, gid](auto& exec) {
-          // Groups first, the uid last: once the uid is dropped, the rest is not allowed.
-          if (switch_user && (setgroups(1, &gid) != 0 || setgid(gid) != 0 || setuid(uid) != 0)) {
-            exec.set_error(std::error_code(errno, std::system_category()),
-                           "cannot switch to the workspace owner's uid and gid");
-            _exit(exit_code::kNotExecutable);
-          }
-          // In the child, between fork and exec: a group of its own (the launcher
-          // signals the group), the terminal when the launcher had it, and the signal
-          // mask the launcher had.
-          setpgid(0, 0);
-          if (own_terminal) {
-            signal(SIGTTOU, SIG_IGN);
-            tcsetpgrp(STDIN_FILENO, getpgrp());
-            signal(SIGTTOU, SIG_DFL);
-          }
-          pthread_sigmask(SIG_SETMASK, &old_mask, nullptr);
-        });
-  } catch (const bp::process_error& e) {
+    return spawn_child(child);
+  } catch (const SpawnError& e) {
     throw UserError(exit_code::kNotExecutable, "cannot start " + spec.argv[0] + ": " + e.what());
   }
 }
@@ -134,12 +103,12 @@ void forward_stop_signal(int sig, pid_t pid, double grace_seconds,
 
 // Waits for the program to end, forwarding stop signals and killing it after the grace period.
 // Returns whether a stop signal was forwarded.
-bool wait_for_child(bp::child& child, const sigset_t& set, double grace_seconds) {
-  const pid_t pid = child.id();
+// `status` gets its wait status.
+bool wait_for_child(pid_t pid, const sigset_t& set, double grace_seconds, int* status) {
   std::optional<Clock::time_point> kill_at;
   bool killed = false;
   while (true) {
-    if (!child.running()) break;
+    if (waitpid(pid, status, WNOHANG) == pid) break;
     auto wait = std::chrono::duration_cast<Clock::duration>(kPollInterval);
     if (kill_at) wait = std::min(wait, std::max(Clock::duration::zero(), *kill_at - Clock::now()));
     const timespec ts = to_timespec(wait);
@@ -148,7 +117,7 @@ bool wait_for_child(bp::child& child, const sigset_t& set, double grace_seconds)
     if (sig == SIGINT || sig == SIGTERM || sig == SIGHUP) {
       forward_stop_signal(sig, pid, grace_seconds, &kill_at);
     }
-    if (kill_at && !killed && Clock::now() >= *kill_at && child.running()) {
+    if (kill_at && !killed && Clock::now() >= *kill_at) {
       spdlog::error("process group {} still running {:g} s after the stop signal: killing it", pid,
                     grace_seconds);
       kill(-pid, SIGKILL);
@@ -169,26 +138,22 @@ int supervise(const SpawnSpec& spec, SupervisedEnd* end) {
   // here: none is lost, and a stop that came first starts nothing.
   if (stop_requested()) throw StopRequested(stop_signal(), "starting " + base_name(spec.argv[0]));
 
-  bp::environment env = program_environment(spec);
-  const std::vector<std::string> args(spec.argv.begin() + 1, spec.argv.end());
   // On a terminal where the launcher is in the foreground, the program's group takes the
   // terminal over (as a shell does for a job): otherwise a program that reads stdin (input(),
   // pdb) is stopped by SIGTTIN, and Ctrl-C would reach the launcher only.
   const bool own_terminal = isatty(STDIN_FILENO) != 0 && tcgetpgrp(STDIN_FILENO) == getpgrp();
-  bp::child child = start_child(spec, env, args, old_mask, own_terminal);
-  const pid_t pid = child.id();
-  setpgid(pid, pid);  // also here, so the group exists before any signal is forwarded
+  const pid_t pid = start_child(spec, old_mask, own_terminal);
   const TerminalBack terminal_back{own_terminal};
   if (own_terminal) set_foreground_group(pid);
 
-  const bool stopped = wait_for_child(child, set, spec.grace_seconds);
+  int status = 0;
+  const bool stopped = wait_for_child(pid, set, spec.grace_seconds, &status);
   // Signals that arrived after the program ended are consumed here rather than left pending for
   // the restored mask, where their default action would kill the launcher before it can return
   // the program's exit code.
   const timespec zero{};
   while (sigtimedwait(&set, nullptr, &zero) > 0) {
   }
-  const int status = child.native_exit_code();
   if (end != nullptr) {
     end->stop_requested = stopped;
     end->failed_rank = 0;

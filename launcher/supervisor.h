@@ -21,6 +21,9 @@ struct SpawnSpec {
   double grace_seconds = 30.0;
   // Runs the program as this user (and their group only) instead of the launcher's.
   std::optional<Identity> identity;
+  // Descriptors the program keeps (the run lock, DL_RUN_LOCK_FD); every other one above 2 is
+  // closed in it.
+  std::vector<int> pass_fds;
 };
 
 // Runs the program to its end. Returns its exit code, or 128+N when it died of signal N; `end`,

@@ -10,9 +10,12 @@
 //   wait-term FILE  print "ready", wait for SIGTERM/SIGINT/SIGHUP, write "saved <signo>" to FILE
 //   ignore-term     ignore SIGTERM, print "ready", block forever
 //   group FILE      fork a grandchild; on SIGTERM each appends "child|grandchild <signo>" to FILE
+//   fds FILE        write "N -> <target>" for each descriptor it was started with (from
+//                   /proc/self/fd, before FILE is opened) to FILE, or to stdout when FILE is "-"
 //
 // Signals are blocked before their handler is installed and waited for with sigsuspend, so a
 // signal arriving between the check and the wait is never lost.
+#include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -39,7 +42,7 @@ void record_signal(int sig) {
 int usage() {
   std::fputs(
       "usage: dl_test_child env FILE | exit N | signal N | wait-term FILE | ignore-term | "
-      "group FILE\n",
+      "group FILE | fds FILE\n",
       stderr);
   return 2;
 }
@@ -115,6 +118,22 @@ int mode_env(const char* path) {
   for (int i = 0; i < n; ++i) text += (i ? "," : "") + std::to_string(groups[i]);
   text += "\n";
   for (char** e = environ; *e != nullptr; ++e) text += std::string(*e) + "\n";
+  return write_file(path, text, false) ? 0 : 3;
+}
+
+int mode_fds(const char* path) {
+  DIR* dir = opendir("/proc/self/fd");
+  if (dir == nullptr) return 3;
+  std::string text;
+  for (dirent* e; (e = readdir(dir)) != nullptr;) {
+    if (e->d_name[0] == '.' || std::atoi(e->d_name) == dirfd(dir)) continue;
+    char target[PATH_MAX];
+    const std::string link = std::string("/proc/self/fd/") + e->d_name;
+    const ssize_t n = readlink(link.c_str(), target, sizeof target - 1);
+    text += std::string(e->d_name) + " -> " + (n < 0 ? "?" : std::string(target, n)) + "\n";
+  }
+  closedir(dir);
+  if (std::strcmp(path, "-") == 0) return write_all(STDOUT_FILENO, text) ? 0 : 3;
   return write_file(path, text, false) ? 0 : 3;
 }
 
@@ -197,6 +216,7 @@ int main(int argc, char** argv) {
   if (mode == "env") return mode_env(arg);
   if (mode == "wait-term") return mode_wait_term(arg);
   if (mode == "group") return mode_group(arg);
+  if (mode == "fds") return mode_fds(arg);
   int n = 0;
   if (!parse_int(arg, &n)) return usage();
   if (mode == "exit") return n;
