@@ -22,6 +22,7 @@
 
 #include "core/act_as.h"
 #include "core/errors.h"
+#include "core/fd_io.h"
 #include "core/spawn.h"
 #include "launcher/exit_status.h"
 #include "launcher/stop_request.h"
@@ -53,17 +54,6 @@ struct Fd {
     fd = -1;
   }
 };
-
-bool write_all(int fd, const char* data, std::size_t size) {
-  while (size > 0) {
-    const ssize_t n = write(fd, data, size);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return false;
-    data += n;
-    size -= static_cast<std::size_t>(n);
-  }
-  return true;
-}
 
 // One of a rank's two outputs: the read end of its stdout's pipe or its stderr's, and where a
 // shown rank's bytes go on the terminal (dl-launch's own stdout or stderr, as without a pipe).
@@ -161,7 +151,7 @@ class OutputPump {
         finish(r, s);
         return false;
       }
-      write_all(r.log.fd, buf, static_cast<std::size_t>(n));
+      write_fully(r.log.fd, buf, static_cast<std::size_t>(n));
       if (r.spawn->shown) show(r, s, buf, static_cast<std::size_t>(n));
     }
   }
@@ -177,7 +167,7 @@ class OutputPump {
  private:
   void show(const Rank& r, Stream& s, const char* data, std::size_t size) {
     if (!prefix_) {
-      write_all(s.terminal_fd, data, size);
+      write_fully(s.terminal_fd, data, size);
       return;
     }
     s.partial.append(data, size);
@@ -190,7 +180,7 @@ class OutputPump {
 
   void emit(const Rank& r, const Stream& s, const std::string& line) {
     const std::string text = "[rank " + std::to_string(r.spawn->global_rank) + "] " + line;
-    write_all(s.terminal_fd, text.data(), text.size());
+    write_fully(s.terminal_fd, text.data(), text.size());
   }
 
   bool prefix_;
