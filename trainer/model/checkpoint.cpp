@@ -366,9 +366,9 @@ std::string first_line(const std::string& text) {
   return text.substr(0, text.find('\n'));
 }
 
-// LibTorch's unpickler lacks the APPEND and SETITEM opcodes (Python's pickle of a one-element
-// list or dict, such as param_groups with one group) and reads an OrderedDict (a Python
-// state_dict()) as None. It throws a plain c10::Error for both: its words tell them apart
+// LibTorch 1.13's unpickler lacks the APPEND and SETITEM opcodes (Python's pickle of a one-element
+// list or dict, such as param_groups with one group), and every version reads an OrderedDict (a
+// Python state_dict()) as None. It throws a plain c10::Error for both: its words tell them apart
 // (libtorch_private.h, point 2).
 bool python_only_pickle(const std::string& reason) {
   return reason.find(libtorch_private::kUnknownOpcode) != std::string::npos ||
