@@ -3,15 +3,16 @@
 // gives `cinfo->entropy` as an opaque pointer; the struct lives in jpegint.h, which not every
 // distribution installs (Debian does, Ubuntu's libjpeg-turbo8-dev does not).
 //
-// Checked against (tests/unit/data/libjpeg_private_test.cpp runs on each; it fails, naming this
-// file, on any other version, and where jpegint.h is installed compares the layout with it):
-//   * libjpeg-turbo 2.1.5, jpeg62 ABI (JPEG_LIB_VERSION 62): Debian 12 (the native build and the
-//     image's tests), Debian trixie (tests/cuda_build's chroot);
+// Checked against (tests/unit/data/libjpeg_private_test.cpp fails, naming this file, on any
+// other version, where the head's members do not point into libjpeg's code, and where jpegint.h is
+// installed, where its struct differs):
+//   * libjpeg-turbo 2.1.5, jpeg62 ABI (JPEG_LIB_VERSION 62): Debian 12 (the native build: the test
+//     run) and Debian trixie (tests/cuda_build's chroot: compiled, jpegint.h compared there);
 //   * libjpeg-turbo 2.0.6, jpeg8 ABI (JPEG_LIB_VERSION 80): built from bullseye's source for
-//     tests/oldest_build, as Ubuntu's libjpeg-turbo8 (20.04's 2.0.3, 22.04's 2.1.2).
-// libjpeg-turbo 3 keeps start_pass and decode_mcu first but adds lossless decoding (a second kind
-// of entropy decoder behind the same pointer): not checked, so the indexed decoder stays off there
-// and libjpeg decodes every file itself.
+//     tests/oldest_build (compiled with its g++-9), as Ubuntu's libjpeg-turbo8 (20.04's 2.0.3,
+//     22.04's 2.1.2, 24.04's 2.1.5).
+// libjpeg-turbo 3 (lossless decoding, a changed struct) was not checked: there the indexed
+// decoder stays off and libjpeg decodes every file itself.
 #pragma once
 
 #include <dlfcn.h>
@@ -24,7 +25,9 @@
 namespace dl::data::libjpeg_private {
 
 // The first two members of jpegint.h's struct jpeg_entropy_decoder (the same in every libjpeg
-// since 6). Only decode_mcu is written; what follows differs between versions and is never read.
+// since 6). Only decode_mcu is written. What follows differs (libjpeg-turbo 3 puts a lossless
+// method before insufficient_data) and is never touched: libjpeg reads insufficient_data only for
+// progressive files' block smoothing, which the indexed decoder never serves.
 struct EntropyDecoderHead {
   void (*start_pass)(j_decompress_ptr cinfo);
   boolean (*decode_mcu)(j_decompress_ptr cinfo, JBLOCKROW* MCU_data);
