@@ -7,7 +7,7 @@
 // other version, where the head's members do not point into libjpeg's code, and where jpegint.h is
 // installed, where its struct differs):
 //   * libjpeg-turbo 2.1.5, jpeg62 ABI (JPEG_LIB_VERSION 62): Debian 12 (the native build: the test
-//     run) and Debian trixie (tests/cuda_build's chroot: compiled, jpegint.h compared there);
+//     run) and Debian trixie (tests/cuda_build's chroot: the decoder and the test compiled);
 //   * libjpeg-turbo 2.0.6, jpeg8 ABI (JPEG_LIB_VERSION 80): built from bullseye's source for
 //     tests/oldest_build (compiled with its g++-9), as Ubuntu's libjpeg-turbo8 (20.04's 2.0.3,
 //     22.04's 2.1.2, 24.04's 2.1.5).
