@@ -21,14 +21,7 @@
 
 #if DL_HAVE_LIBJPEG
 #include "data/jpeg_entropy_hook.h"
-// libjpeg's entropy decoder object begins so in every libjpeg since 6 (jpegint.h, which not every
-// distribution installs). Only decode_mcu is touched: what follows it differs (libjpeg-turbo 3
-// put a lossless method before insufficient_data), and libjpeg reads insufficient_data only for
-// progressive files' block smoothing, which this decoder never serves.
-struct EntropyDecoderHead {
-  void (*start_pass)(j_decompress_ptr cinfo);
-  boolean (*decode_mcu)(j_decompress_ptr cinfo, JBLOCKROW* MCU_data);
-};
+#include "data/libjpeg_private.h"
 
 // The scaled DCT sizes as libjpeg-turbo itself reads them (its jpegint.h _DCT_scaled_size): one
 // field in the jpeg62 ABI (Debian), the horizontal one of two from the jpeg7 ABI on (Ubuntu's
@@ -583,6 +576,15 @@ bool handled(const jpeg_decompress_struct& c) {
          c.MCU_rows_in_scan > 0 && c.src != nullptr && c.entropy != nullptr;
 }
 
+// Whether libjpeg's entropy decoder is laid out as libjpeg_private.h says: a version it was checked
+// against, and (probed once, on the first file) both head members pointing into libjpeg's code.
+// Elsewhere libjpeg decodes every file itself.
+bool layout_known(j_decompress_ptr cinfo) {
+  if (!libjpeg_private::kChecked) return false;
+  static const bool probed = libjpeg_private::head_points_into_libjpeg(cinfo);
+  return probed;
+}
+
 // Sizes the file's index for this layout (clearing points recorded from other bytes), within the
 // store's budget; false where there is no room.
 bool prepare_index(EntropyIndex& index, EntropyIndexStore& store, std::uint64_t print,
@@ -617,7 +619,7 @@ std::uint64_t jpeg_entropy_decoded_mcus() {
 bool install_entropy_decoder(jpeg_decompress_struct* cinfo, const std::uint8_t* data,
                              std::size_t size, JDIMENSION x_offset, JDIMENSION x_width,
                              EntropyLease* lease) {
-  if (!jpeg_entropy_decoder_enabled() || !handled(*cinfo)) return false;
+  if (!jpeg_entropy_decoder_enabled() || !handled(*cinfo) || !layout_known(cinfo)) return false;
   const std::uint8_t* start = cinfo->src->next_input_byte;
   const std::size_t left = cinfo->src->bytes_in_buffer;
   if (start < data || start + left > data + size) return false;  // not our memory source
@@ -687,7 +689,7 @@ bool install_entropy_decoder(jpeg_decompress_struct* cinfo, const std::uint8_t* 
     d.index = lease->index();
   }
   cinfo->client_data = &d;
-  reinterpret_cast<EntropyDecoderHead*>(cinfo->entropy)->decode_mcu = decode_mcu;
+  libjpeg_private::entropy_head(cinfo)->decode_mcu = decode_mcu;
   return true;
 }
 #else

@@ -1,7 +1,10 @@
 // export_adamw / import_adamw. LibTorch keys an optimizer's per-parameter state by the
 // parameter's TensorImpl address: printed as a string up to 2.1 (see torch/optim/adamw.h and
-// serialize.h), the pointer itself (void*) from 2.2 on.
+// serialize.h), the pointer itself (void*) from 2.2 on. An undocumented key, fenced in
+// libtorch_private.h (point 1), which says why LibTorch's own serialisation is not used instead.
 #include "model/adamw_state.h"
+
+#include "model/libtorch_private.h"
 
 #include <memory>
 #include <sstream>
@@ -94,6 +97,14 @@ OptimizerState export_adamw(const torch::optim::AdamW& optimizer,
       result.state.emplace(found->second, std::move(slot));
     }
     result.param_groups.push_back(std::move(saved));
+  }
+  // Every entry of state() belongs to a parameter of some group; one the keys above did not find
+  // means this LibTorch keys its state otherwise, and a checkpoint without it would resume wrong.
+  if (optimizer.state().size() != result.state.size()) {
+    throw std::logic_error(
+        "export_adamw: " + std::to_string(optimizer.state().size() - result.state.size()) +
+        " of the optimizer's state entries are not keyed as model/libtorch_private.h says (" +
+        libtorch_private::kCheckedVersions + "): this LibTorch keys them otherwise");
   }
   return result;
 }

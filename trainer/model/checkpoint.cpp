@@ -4,6 +4,7 @@
 
 #include "core/files.h"
 #include "model/bytes_adapter.h"
+#include "model/libtorch_private.h"
 #include "model/pickle_scan.h"
 #include "model/zip_scan.h"
 
@@ -13,6 +14,7 @@
 #include <ATen/core/ivalue.h>
 #include <c10/util/Exception.h>
 #include <caffe2/serialize/inline_container.h>
+#include <torch/csrc/jit/serialization/import_read.h>
 #include <torch/csrc/jit/serialization/pickle.h>
 
 #include <algorithm>
@@ -365,11 +367,12 @@ std::string first_line(const std::string& text) {
 }
 
 // LibTorch 1.13's unpickler lacks the APPEND and SETITEM opcodes (Python's pickle of a one-element
-// list or dict, such as param_groups with one group) and reads an OrderedDict (a Python
-// state_dict()) as None.
+// list or dict, such as param_groups with one group), and every version reads an OrderedDict (a
+// Python state_dict()) as None. It throws a plain c10::Error for both: its words tell them apart
+// (libtorch_private.h, point 2).
 bool python_only_pickle(const std::string& reason) {
-  return reason.find("Unknown opcode") != std::string::npos ||
-         reason.find("Expected GenericDict but got None") != std::string::npos;
+  return reason.find(libtorch_private::kUnknownOpcode) != std::string::npos ||
+         reason.find(libtorch_private::kOrderedDictAsNone) != std::string::npos;
 }
 
 std::string unreadable(const std::string& path, const std::string& reason) {
@@ -381,11 +384,20 @@ std::string unreadable(const std::string& path, const std::string& reason) {
          "); " + kExpected;
 }
 
-// Why the archive's pickle must not reach the unpickler ("" when it may): see pickle_scan.h.
-std::string pickle_flaw_in(const std::vector<char>& bytes) {
+// The archive's root value, its zip directory read once: data.pkl is walked for what must not reach
+// the unpickler (pickle_scan.h; `flaw` says why, and nothing is unpickled), then unpickled with its
+// tensors as torch::jit::pickle_load does, on this reader (libtorch_private.h, point 3).
+IValue unpickle_archive(const std::vector<char>& bytes, std::string& flaw) {
   caffe2::serialize::PyTorchStreamReader archive(std::make_shared<BytesAdapter>(bytes));
-  const auto [data, size] = archive.getRecord("data.pkl");
-  return pickle_flaw(static_cast<const std::uint8_t*>(data.get()), size);
+  {
+    const auto [data, size] = archive.getRecord("data.pkl");
+    flaw = pickle_flaw(static_cast<const std::uint8_t*>(data.get()), size);
+  }
+  if (!flaw.empty()) return IValue();
+  return torch::jit::readArchiveAndTensors("data", /*pickle_prefix=*/"", /*tensor_prefix=*/"",
+                                           /*type_resolver=*/c10::nullopt,
+                                           /*obj_loader=*/c10::nullopt, /*device=*/c10::nullopt,
+                                           archive);
 }
 
 }  // namespace
@@ -423,8 +435,7 @@ CheckpointData parse_checkpoint(const std::vector<char>& bytes, const std::strin
   IValue root;
   std::string flaw;
   try {
-    flaw = pickle_flaw_in(bytes);
-    if (flaw.empty()) root = torch::jit::pickle_load(bytes);
+    root = unpickle_archive(bytes, flaw);
   } catch (const c10::Error& error) {
     throw std::runtime_error(unreadable(path, first_line(error.what_without_backtrace())));
   } catch (const std::exception& error) {
