@@ -4,23 +4,12 @@
 
 #include <cstring>
 
+#include "data/byte_reader.h"
+
 namespace dl::data {
 namespace {
 
 using Bytes = const std::uint8_t*;
-
-std::uint32_t be16(Bytes p) {
-  return static_cast<std::uint32_t>(p[0]) << 8 | p[1];
-}
-std::uint32_t be32(Bytes p) {
-  return be16(p) << 16 | be16(p + 2);
-}
-std::uint32_t le16(Bytes p) {
-  return static_cast<std::uint32_t>(p[1]) << 8 | p[0];
-}
-std::uint32_t le32(Bytes p) {
-  return le16(p + 2) << 16 | le16(p);
-}
 
 std::string ends_at(const char* format, std::size_t size, const std::string& where) {
   return std::string(format) + " data end at byte " + std::to_string(size) + " (" + where + ")";
@@ -35,6 +24,7 @@ bool fits(std::uint64_t n, std::uint64_t unit, std::uint64_t room) {
 // SOS its entropy-coded data run to the next marker that is neither a stuffed zero nor RSTn. A
 // progressive file's later scans and tables are segments like the first.
 std::string jpeg(Bytes data, std::size_t size) {
+  const ByteReader r(data, size);
   std::size_t at = 2;  // after SOI
   for (;;) {
     while (at < size && data[at] != 0xFF) ++at;
@@ -47,7 +37,7 @@ std::string jpeg(Bytes data, std::size_t size) {
       continue;
     }
     if (size - at < 3) return ends_at("JPEG", size, "inside a marker segment");
-    const std::uint32_t length = be16(data + at + 1);
+    const std::uint32_t length = r.be16(at + 1);
     if (length < 2) return {};  // malformed, not short: libjpeg refuses it itself
     if (size - at - 1 < length) return ends_at("JPEG", size, "inside a marker segment");
     at += 1 + length;
@@ -69,10 +59,11 @@ std::string jpeg(Bytes data, std::size_t size) {
 
 // Chunks (length, type, data, CRC) from the signature on, up to IEND.
 std::string png(Bytes data, std::size_t size) {
+  const ByteReader r(data, size);
   std::size_t at = 8;
   for (;;) {
     if (size - at < 12) return ends_at("PNG", size, "before the IEND chunk");
-    const std::uint32_t length = be32(data + at);
+    const std::uint32_t length = r.be32(at);
     if (length > 0x7FFFFFFFu) return {};  // malformed, not short: libpng refuses it
     if ((size - at - 12) < length) return ends_at("PNG", size, "inside a chunk");
     if (std::memcmp(data + at + 4, "IEND", 4) == 0) return {};
@@ -83,22 +74,23 @@ std::string png(Bytes data, std::size_t size) {
 // The pixel array at bfOffBits: rows of width x bits per pixel, padded to 4 bytes, for the
 // uncompressed kinds; for run-length (and embedded JPEG/PNG) data, biSizeImage bytes where given.
 std::string bmp(const ImageHeader& header, Bytes data, std::size_t size) {
+  const ByteReader r(data, size);
   if (size < 18) return ends_at("BMP", size, "inside its header");
-  const std::uint32_t info = le32(data + 14);
+  const std::uint32_t info = r.le32(14);
   const bool core = info == 12;
   if (size < 14 + static_cast<std::size_t>(info) || (!core && info < 40)) {
     return ends_at("BMP", size, "inside its header");
   }
-  const std::uint64_t offset = le32(data + 10);
-  const std::uint64_t bits = core ? le16(data + 24) : le16(data + 28);
-  const std::uint32_t compression = core ? 0 : le32(data + 30);
+  const std::uint64_t offset = r.le32(10);
+  const std::uint64_t bits = core ? r.le16(24) : r.le16(28);
+  const std::uint32_t compression = core ? 0 : r.le32(30);
   std::uint64_t need = 0;  // bytes of pixel data
   std::uint64_t rows = 1;
   if (compression == 0 || compression == 3 || compression == 6) {  // RGB, BITFIELDS, ALPHABITFIELDS
     need = (static_cast<std::uint64_t>(header.width) * bits + 31) / 32 * 4;
     rows = static_cast<std::uint64_t>(header.height);
   } else if (!core) {
-    need = le32(data + 34);  // biSizeImage; 0 where the writer left it out
+    need = r.le32(34);  // biSizeImage; 0 where the writer left it out
   }
   if (offset > size || !fits(rows, need, size - offset)) {
     return ends_at("BMP", size, "inside its pixel array");
@@ -108,7 +100,8 @@ std::string bmp(const ImageHeader& header, Bytes data, std::size_t size) {
 
 // "RIFF", the size of what follows the first 8 bytes, "WEBP", chunks.
 std::string webp(Bytes data, std::size_t size) {
-  const std::uint64_t riff = le32(data + 4);
+  const ByteReader r(data, size);
+  const std::uint64_t riff = r.le32(4);
   if (size - 8 < riff) {
     return ends_at("WebP", size, "its RIFF header says " + std::to_string(riff + 8));
   }
@@ -118,9 +111,10 @@ std::string webp(Bytes data, std::size_t size) {
 // The first page's strips (StripOffsets 273, StripByteCounts 279) or tiles (324, 325): each offset
 // plus its count within the file. The page OpenCV decodes; its header found the IFD.
 std::string tiff(Bytes data, std::size_t size) {
+  const ByteReader r(data, size);
   const bool little = data[0] == 'I';
-  auto u16 = [&](std::size_t at) { return little ? le16(data + at) : be16(data + at); };
-  auto u32 = [&](std::size_t at) { return little ? le32(data + at) : be32(data + at); };
+  auto u16 = [&](std::size_t at) { return little ? r.le16(at) : r.be16(at); };
+  auto u32 = [&](std::size_t at) { return little ? r.le32(at) : r.be32(at); };
   if (size < 8) return ends_at("TIFF", size, "inside its header");
   const std::size_t ifd = u32(4);
   if (ifd > size || size - ifd < 2) return ends_at("TIFF", size, "before its first page");
