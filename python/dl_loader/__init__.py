@@ -37,7 +37,8 @@ DataError = _core.DataError  # the data is there but malformed (dl-train's exit 
 SplitError = _core.SplitError  # the data set has no such part (split="val" without val/)
 DataError.__module__ = SplitError.__module__ = __name__
 # Why a sample is skipped, as dl-train counts them.
-SKIP_REASONS = ("unreadable", "empty", "not an image", "too many pixels", "undecodable")
+SKIP_REASONS = ("unreadable", "empty", "not an image", "too many pixels", "undecodable",
+                "cut short")
 # dl-train's --max-image-pixels default: larger images are refused from their header.
 DEFAULT_MAX_PIXELS = 178_956_970
 

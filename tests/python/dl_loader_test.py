@@ -12,6 +12,7 @@ Prints the figures it measured (FIGURE lines). Exit 77 (SKIPPED) without torch a
 """
 
 import argparse
+import io
 import json
 import math
 import os
@@ -448,6 +449,56 @@ class BadInputTest(Scratch):
                                    ("empty.jpg", "empty")])
         rows = [f"| {name} | {reason} |" for name, reason in reasons]
         figure("bad-input table", " ".join(rows))
+
+    def test_files_cut_short_are_skipped_as_cut_short(self):
+        """Every format an ImageFolder lists, cut just after its header, in the middle and in its
+        last bytes, with training crops and the evaluation transform: each file is skipped as
+        "cut short", never returned as a picture; a JPEG with garbage in its scan is
+        "undecodable" with libjpeg's warning."""
+        write_folder(self.dir, ["a", "b"], 4, size=(64, 48))
+        image = picture(5, 160, 120)
+        cuts, garbage = [], []
+        for name, fmt, ext, options in (("baseline", "JPEG", "jpg", {"quality": 90}),
+                                        ("progressive", "JPEG", "jpg", {"progressive": True}),
+                                        ("png", "PNG", "png", {}), ("bmp", "BMP", "bmp", {}),
+                                        ("webp", "WEBP", "webp", {"quality": 90})):
+            buffer = io.BytesIO()
+            image.save(buffer, fmt, **options)
+            whole = buffer.getvalue()
+            if fmt == "JPEG":  # the header ends where the first scan begins
+                sos = whole.index(b"\xff\xda")
+                header = sos + 2 + int.from_bytes(whole[sos + 2:sos + 4], "big")
+            else:  # past the fields that give the size
+                header = {"png": 33, "bmp": 54, "webp": 30}[name]
+            for where, at in (("header", header + 2), ("middle", len(whole) // 2),
+                              ("end-4", len(whole) - 4), ("end-1", len(whole) - 1)):
+                path = os.path.join(self.dir, "a", f"cut-{name}-{where}.{ext}")
+                with open(path, "wb") as f:
+                    f.write(whole[:at])
+                cuts.append(os.path.basename(path))
+            if fmt == "JPEG":  # stuffed 0xFF bytes: codes no Huffman table has, 15% into the scan
+                at = header + (len(whole) - header) * 15 // 100
+                path = os.path.join(self.dir, "b", f"garbage-{name}.jpg")
+                with open(path, "wb") as f:
+                    f.write(whole[:at] + b"\xff\x00" * 6 + whole[at:])
+                garbage.append(os.path.basename(path))
+        for train in (True, False):
+            loader = dl_loader.Loader(self.dir, batch_size=4, workers=2, train=train,
+                                      max_bad_fraction=0.9)
+            n = sum(len(y) for _, y in loader)
+            self.assertEqual(n, 8)
+            self.assertEqual({k: v for k, v in loader.skipped.items() if v},
+                             {"cut short": len(cuts), "undecodable": len(garbage)})
+            reasons = {os.path.basename(p): (r, d) for _, p, r, d in loader.failures()}
+            self.assertEqual(sorted(reasons), sorted(cuts + garbage))
+            for name in cuts:
+                self.assertEqual(reasons[name][0], "cut short", name)
+                self.assertIn("data end at byte", reasons[name][1])
+            for name in garbage:
+                self.assertEqual(reasons[name][0], "undecodable", name)
+                self.assertTrue(reasons[name][1].startswith("Corrupt JPEG data"), reasons[name])
+            rows = [f"| {name} | {reasons[name][0]} |" for name in sorted(cuts + garbage)]
+            figure(f"dl_loader truncation table (train={train})", " ".join(rows))
 
     def test_above_max_bad_fraction_is_dl_trains_one_line_error(self):
         self.bad_folder()

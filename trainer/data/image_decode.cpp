@@ -11,6 +11,7 @@
 #include <opencv2/imgcodecs.hpp>
 
 #include "data/crop_plan.h"
+#include "data/image_extent.h"
 #include "data/image_header.h"
 #include "data/jpeg_region.h"
 #include "data/transform.h"
@@ -51,9 +52,11 @@ std::string size_text(std::int64_t width, std::int64_t height, std::int64_t limi
 // goes the OpenCV way and fails there if it must. Draws the same random numbers as the OpenCV
 // path; the loader seeds each sample's stream, so what a failed attempt drew cannot shift any
 // other sample.
+// A damaged window (libjpeg warned of missing or corrupt data: region.damage) is decoded but not
+// transformed; the caller refuses it.
 JpegOutcome decode_jpeg(const std::uint8_t* data, std::size_t size, const Transform& t,
                         std::mt19937& rng, std::int64_t max_pixels, std::uint8_t* dst,
-                        ScaleCounters* scales, EntropyLease* lease) {
+                        ScaleCounters* scales, EntropyLease* lease, JpegRegion& region) {
   thread_local std::vector<std::uint8_t> pixels;
   TrainCrop crop;
   // One pointer captured, so std::function keeps it inline: no allocation per sample.
@@ -77,10 +80,9 @@ JpegOutcome decode_jpeg(const std::uint8_t* data, std::size_t size, const Transf
     }
     return w;
   };
-  JpegRegion region;
   const JpegOutcome outcome = decode_jpeg_window(data, size, t.out.channels == 1 ? 1 : 3,
                                                  max_pixels, choose, pixels, &region, lease);
-  if (outcome == JpegOutcome::kDecoded) {
+  if (outcome == JpegOutcome::kDecoded && region.damage == JpegDamage::kNone) {
     if (scales != nullptr) {
       (*scales)[static_cast<std::size_t>(region.scale - 1)].fetch_add(1, std::memory_order_relaxed);
     }
@@ -123,16 +125,31 @@ bool decode_image(const std::uint8_t* data, std::size_t size, const Transform& t
     return fail(failure, SkipReason::kNotAnImage, "not a JPEG, PNG, BMP, WebP, TIFF or PNM file");
   }
   if (!header.sized()) {
+    std::string short_by = cut_short(header, data, size);
+    if (!short_by.empty()) return fail(failure, SkipReason::kCutShort, std::move(short_by));
     return fail(failure, SkipReason::kUndecodable,
                 std::string(format_name(header.format)) + " header without a size");
   }
   if (header.pixels() > max_pixels) {
     return fail(failure, SkipReason::kTooLarge, size_text(header.width, header.height, max_pixels));
   }
+  // Decoders fill a missing tail (grey, or nothing at all below a partial decode's crop); the
+  // file's structure says where its data end, the same for every crop and decoder.
+  std::string short_by = cut_short(header, data, size);
+  if (!short_by.empty()) return fail(failure, SkipReason::kCutShort, std::move(short_by));
   const bool grey = t.out.channels == 1;
   if (header.format == ImageFormat::kJpeg && jpeg_region_available()) {
-    switch (decode_jpeg(data, size, t, rng, max_pixels, dst, scales, lease)) {
+    JpegRegion region;
+    switch (decode_jpeg(data, size, t, rng, max_pixels, dst, scales, lease, region)) {
       case JpegOutcome::kDecoded:
+        // Damage the walk above cannot see: corrupt scan data in the part decoded, or a scan
+        // that ends (at a marker) before its last MCU.
+        if (region.damage == JpegDamage::kCutShort) {
+          return fail(failure, SkipReason::kCutShort, region.damage_text);
+        }
+        if (region.damage == JpegDamage::kCorrupt) {
+          return fail(failure, SkipReason::kUndecodable, region.damage_text);
+        }
         return true;
       case JpegOutcome::kTooLarge:
         return fail(failure, SkipReason::kTooLarge,

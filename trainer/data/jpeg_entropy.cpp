@@ -3,7 +3,9 @@
 // exactly what libjpeg-turbo's jdhuff.c decodes, corrupt data included: FF/00 is an FF byte and
 // FF...FF/00 too, a marker (or the data's end) ends the real bits and zero bits follow, an MCU that
 // needed bits beyond the real ones is kept and every MCU after it is left zero (grey), a code
-// longer than 16 bits is symbol 0 after 17 bits, and AC positions past 63 land on 63.
+// longer than 16 bits is symbol 0 after 17 bits, and AC positions past 63 land on 63. It warns of
+// the last two as jdhuff.c does (JWRN_HIT_MARKER, JWRN_HUFF_BAD_CODE), for the caller to refuse
+// the picture.
 //
 // The data are unstuffed once into a plain byte array (padded with zeros), so the bit reader
 // refills eight bytes at a time without looking for FF bytes, and a position is one integer.
@@ -20,6 +22,8 @@
 #include <cstring>
 
 #if DL_HAVE_LIBJPEG
+#include <jerror.h>
+
 #include "data/jpeg_entropy_hook.h"
 #include "data/libjpeg_private.h"
 
@@ -301,6 +305,10 @@ struct Reader {
   }
 };
 
+// Set where a code longer than 16 bits was read, for decode_mcu to warn as jdhuff.c does (here,
+// where no decoder is at hand, a flag costs nothing on the path valid data take).
+thread_local bool bad_code = false;
+
 // A code longer than kFastBits (or no code): jdhuff.c's search from the next length up.
 inline int slow_symbol(Reader& r, const Table& t) {
   int l = kFastBits + 1;
@@ -310,7 +318,10 @@ inline int slow_symbol(Reader& r, const Table& t) {
     code = static_cast<std::int32_t>(r.buf >> (64 - l));
   }
   r.drop(l);
-  if (l > 16) return 0;  // corrupt data: libjpeg warns and takes symbol 0
+  if (l > 16) {  // corrupt data: libjpeg warns and takes symbol 0
+    bad_code = true;
+    return 0;
+  }
   return t.huffval[(code + t.valoffset[l]) & 0xFF];
 }
 
@@ -494,8 +505,23 @@ bool advance(Decoder& d, std::uint32_t target) {
   return true;
 }
 
-void run_out(Decoder& d) {
+// Corrupt data, warned of as jdhuff.c warns (the caller refuses the picture: jpeg_region.h). The
+// points recorded from this decode are dropped: a later decode starting from one past the damage
+// would not see it.
+void warn(j_decompress_ptr cinfo, Decoder& d, int code) {
+  if (d.index != nullptr) d.index->fingerprint = 0;
+  WARNMS(cinfo, code);
+}
+
+void run_out(j_decompress_ptr cinfo, Decoder& d) {
   d.insufficient = true;
+  warn(cinfo, d, JWRN_HIT_MARKER);
+}
+
+void warn_bad_code(j_decompress_ptr cinfo, Decoder& d) {
+  if (!bad_code) return;
+  bad_code = false;
+  warn(cinfo, d, JWRN_HUFF_BAD_CODE);
 }
 
 boolean decode_mcu(j_decompress_ptr cinfo, JBLOCKROW* mcu) {
@@ -510,11 +536,14 @@ boolean decode_mcu(j_decompress_ptr cinfo, JBLOCKROW* mcu) {
     return TRUE;
   }
   if (d.reader_mcu < call && !advance(d, call)) {
-    run_out(d);
+    warn_bad_code(cinfo, d);
+    run_out(cinfo, d);
     return TRUE;
   }
   if (d.index != nullptr) record(d, col);
-  if (!decode_one(d, mcu)) run_out(d);
+  const bool whole = decode_one(d, mcu);
+  warn_bad_code(cinfo, d);
+  if (!whole) run_out(cinfo, d);
   return TRUE;
 }
 
@@ -682,6 +711,7 @@ bool install_entropy_decoder(jpeg_decompress_struct* cinfo, const std::uint8_t* 
     }
   }
   d.insufficient = false;
+  bad_code = false;
   d.index = nullptr;
   if (lease != nullptr && lease->index() != nullptr &&
       prepare_index(*lease->index(), *lease->store(), fingerprint(data, size), cinfo->MCUs_per_row,

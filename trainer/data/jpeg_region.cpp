@@ -11,6 +11,7 @@
 #include <csetjmp>
 #include <cstdio>  // jpeglib.h needs FILE
 
+#include <jerror.h>
 #include <jpeglib.h>
 
 #include "data/jpeg_entropy_hook.h"
@@ -46,6 +47,8 @@ struct ErrorManager {
   jpeg_error_mgr base;
   jpeg_progress_mgr progress;
   bool too_many_scans;
+  JpegDamage damage;
+  char damage_text[JMSG_LENGTH_MAX];
   std::jmp_buf jump;
 };
 
@@ -68,13 +71,50 @@ void on_progress(j_common_ptr cinfo) {
 // has no use for them, and the caller decides what an unreadable file means.
 void quiet(j_common_ptr) {}
 
+// What a warning says of the pixels. The data ended (libjpeg then fills the rest grey), or the
+// entropy-coded data are corrupt (libjpeg's "Corrupt JPEG data: ..." warnings, which djpeg counts
+// and PIL's truncation check and tjDecompress's TJFLAG_STOPONWARNING refuse). Extraneous bytes
+// before EOI are not: every pixel was decoded before them (ImageNet has such files, and PIL and
+// OpenCV load them). The rest (an unknown JFIF version, a bogus ICC profile, an odd progression
+// script) are about metadata or the encoder's choices, not missing pixels. (Arithmetic coding's
+// bad-code warning is not in every jerror.h: its files are rare, and refused when cut short.)
+JpegDamage damage_of(const jpeg_error_mgr& err) {
+  switch (err.msg_code) {
+    case JWRN_JPEG_EOF:
+      return JpegDamage::kCutShort;
+    case JWRN_EXTRANEOUS_DATA:
+      return err.msg_parm.i[1] == 0xD9 ? JpegDamage::kNone : JpegDamage::kCorrupt;
+    case JWRN_HIT_MARKER:
+    case JWRN_HUFF_BAD_CODE:
+    case JWRN_MUST_RESYNC:
+      return JpegDamage::kCorrupt;
+    default:
+      return JpegDamage::kNone;
+  }
+}
+
+// libjpeg's emit_message: level -1 is a warning, the rest traces. The first damage is kept (a cut
+// file warns of its end, then of the marker it hit); decoding goes on, as it would have.
+void on_message(j_common_ptr cinfo, int level) {
+  if (level != -1) return;
+  auto* errors = reinterpret_cast<ErrorManager*>(cinfo->err);
+  ++errors->base.num_warnings;
+  const JpegDamage damage = damage_of(errors->base);
+  if (damage == JpegDamage::kNone || errors->damage != JpegDamage::kNone) return;
+  errors->damage = damage;
+  errors->base.format_message(cinfo, errors->damage_text);
+}
+
 void init(jpeg_decompress_struct* cinfo, ErrorManager* errors) {
   cinfo->err = jpeg_std_error(&errors->base);
   errors->base.error_exit = on_error;
   errors->base.output_message = quiet;
+  errors->base.emit_message = on_message;
   errors->progress = jpeg_progress_mgr{};
   errors->progress.progress_monitor = on_progress;
   errors->too_many_scans = false;
+  errors->damage = JpegDamage::kNone;
+  errors->damage_text[0] = '\0';
 }
 
 // OpenCV's imdecode refuses images above 2^30 pixels (CV_IO_MAX_IMAGE_PIXELS), and so does this:
@@ -110,14 +150,14 @@ Block scaled_block(int top, int left, int height, int width, int scale, int out_
 }
 
 // Decodes `rows` rows from `first_row` on into `out`, `stride` bytes apart; the rows above are
-// skipped (entropy-decoded only). A truncated file's missing rows come out grey.
+// skipped (entropy-decoded only). A truncated file's missing rows come out grey (and damaged).
 void read_rows(jpeg_decompress_struct* cinfo, int first_row, int rows, std::size_t stride,
                std::uint8_t* out) {
   if (first_row > 0) jpeg_skip_scanlines(cinfo, static_cast<JDIMENSION>(first_row));
   for (int y = 0; y < rows;) {
     JSAMPROW row = out + static_cast<std::size_t>(y) * stride;
     const JDIMENSION got = jpeg_read_scanlines(cinfo, &row, 1);
-    if (got == 0) break;  // truncated data: libjpeg pads with grey and warns; never loops
+    if (got == 0) break;  // never loops (libjpeg pads missing data with grey and warns)
     y += static_cast<int>(got);
   }
 }
@@ -234,6 +274,8 @@ JpegOutcome decode_jpeg_window(const std::uint8_t* data, std::size_t size, int c
   region->image_width = image_w;
   region->scale = scale;
   set_box(region, block, scale);
+  region->damage = errors.damage;
+  region->damage_text = errors.damage_text;
   return JpegOutcome::kDecoded;
 }
 

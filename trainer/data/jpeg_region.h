@@ -11,6 +11,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <string>
 #include <vector>
 
 #include "data/jpeg_entropy.h"
@@ -56,6 +57,11 @@ using ChooseWindow = std::function<Window(int height, int width)>;
 // is the window itself (rows = window.height, cols = window.width); below, it is the smallest
 // block of scaled pixels that covers the window, and `box` is where the window lies in it
 // (fractional: the window's edges times scale/8, less the block's corner).
+// What libjpeg warned of while decoding: the window came out, but part of it may be grey (the data
+// ended) or garbage (corrupt entropy-coded data: a bad Huffman code, a marker where data should
+// be, a lost restart marker). Only the part decoded is seen: rows below a window are never read.
+enum class JpegDamage { kNone, kCutShort, kCorrupt };
+
 struct JpegRegion {
   const std::uint8_t* pixels = nullptr;
   std::size_t row_stride = 0;
@@ -70,6 +76,8 @@ struct JpegRegion {
   double box_left = 0;
   double box_bottom = 0;
   double box_right = 0;
+  JpegDamage damage = JpegDamage::kNone;
+  std::string damage_text;  // libjpeg's first such warning: "Corrupt JPEG data: bad Huffman code"
 };
 
 // What decode_jpeg_window made of the data.
@@ -91,9 +99,10 @@ inline constexpr int kMaxProgressiveScans = 1000;
 // `channels` (1 or 3) channels into `buffer` (grown as needed, so a worker reuses one), at the
 // scale its minimum size allows, unless the header says the image has more than `max_pixels`
 // pixels.
-// Any decoding error is kNotHandled; warnings (a truncated file's grey tail) are tolerated, as
-// OpenCV and PIL tolerate them. With a `lease`, the file's Huffman decoding starts near the window
-// from points earlier decodes recorded, and records more (jpeg_entropy.h).
+// Any decoding error is kNotHandled. Warnings do not stop the decode (the pixels are what libjpeg
+// makes of the data, as OpenCV's are); the ones that mean missing or corrupt data are reported in
+// region->damage, for the caller to refuse the picture. With a `lease`, the file's Huffman decoding
+// starts near the window from points earlier decodes recorded, and records more (jpeg_entropy.h).
 JpegOutcome decode_jpeg_window(const std::uint8_t* data, std::size_t size, int channels,
                                std::int64_t max_pixels, const ChooseWindow& choose,
                                std::vector<std::uint8_t>& buffer, JpegRegion* region,

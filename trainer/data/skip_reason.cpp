@@ -17,6 +17,8 @@ const char* skip_reason_name(SkipReason reason) {
       return "too many pixels";
     case SkipReason::kUndecodable:
       return "undecodable";
+    case SkipReason::kCutShort:
+      return "cut short";
   }
   return "undecodable";
 }

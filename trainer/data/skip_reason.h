@@ -15,9 +15,12 @@ enum class SkipReason : std::uint8_t {
   kEmpty,        // zero bytes (an interrupted copy, a file truncated during an epoch)
   kNotAnImage,   // no format the loader decodes
   kTooLarge,     // more pixels than the limit: refused from its header (a decompression bomb)
-  kUndecodable,  // a known format whose data does not decode (corrupt, cut short)
+  kUndecodable,  // a known format whose data does not decode (corrupt)
+  // A known format whose bytes end before the format says they do (an interrupted download or
+  // copy); last, so that the numbers of the others (in checkpoints' epoch positions) stay.
+  kCutShort,
 };
-inline constexpr std::size_t kSkipReasons = 5;
+inline constexpr std::size_t kSkipReasons = 6;
 
 // Skipped samples per reason (indexed by SkipReason).
 using SkipCounts = std::array<std::int64_t, kSkipReasons>;
@@ -34,7 +37,7 @@ struct SkippedFile {
   std::string detail;  // "No such file or directory", "60000x60000 pixels"
 };
 
-// "unreadable", "empty", "not an image", "too many pixels", "undecodable".
+// "unreadable", "empty", "not an image", "too many pixels", "undecodable", "cut short".
 const char* skip_reason_name(SkipReason reason);
 
 // One line, reasons in enum order: "3 unreadable (a.jpg: No such file or directory, b.jpg: ...),

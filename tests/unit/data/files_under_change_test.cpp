@@ -46,8 +46,8 @@ TEST(FilesUnderChange, SkippedByReasonNeverFatal) {
   const auto source = open_image_folder(dir.path());
   ASSERT_EQ(source->size(), 12);
 
-  // After the listing: 10.jpg deleted, 11.png truncated to nothing, 13.png cut in half (PNG
-  // refuses it), 14.jpg a FIFO, 16.jpg a folder.
+  // After the listing: 10.jpg deleted, 11.png truncated to nothing, 13.png cut in half (cut
+  // short), 14.jpg a FIFO, 16.jpg a folder.
   fs::remove(dir.file("c/10.jpg"));
   fs::resize_file(dir.file("c/11.png"), 0);
   fs::resize_file(dir.file("c/13.png"), png.size() / 2);
@@ -70,14 +70,14 @@ TEST(FilesUnderChange, SkippedByReasonNeverFatal) {
   const SkipCounts& counts = loader.skip_counts_in_epoch();
   EXPECT_EQ(count(counts, SkipReason::kUnreadable), 3);  // deleted, FIFO, folder
   EXPECT_EQ(count(counts, SkipReason::kEmpty), 1);
-  EXPECT_EQ(count(counts, SkipReason::kUndecodable), 1);
+  EXPECT_EQ(count(counts, SkipReason::kCutShort), 1);
 
   const std::vector<SkippedFile> failures = source->failures();
   ASSERT_EQ(failures.size(), 5u);
   EXPECT_EQ(failures[0].path, dir.file("c/10.jpg"));
   EXPECT_EQ(failures[0].detail, "No such file or directory");
   EXPECT_EQ(failures[2].path, dir.file("c/13.png"));
-  EXPECT_EQ(failures[2].reason, SkipReason::kUndecodable);
+  EXPECT_EQ(failures[2].reason, SkipReason::kCutShort);
   EXPECT_EQ(failures[3].detail, "not a regular file");  // the FIFO, not waited on
   EXPECT_EQ(failures[4].detail, "not a regular file");  // the folder
 

@@ -139,14 +139,14 @@ TEST(ImageZoo, EmptyFileAndNonImageAreSkippedWithTheirReasons) {
   EXPECT_EQ(text.path, dir.file("text.png"));
 }
 
-TEST(ImageZoo, CutShortPngIsUndecodable) {
+TEST(ImageZoo, CutShortPngIsCutShort) {
   TempDir dir;
   cv::Mat noise(64, 64, CV_8UC3);
   cv::randu(noise, cv::Scalar::all(0), cv::Scalar::all(255));
   Bytes png = encode(".png", noise);
   png.resize(png.size() / 2);
   write_bytes(dir.file("cut.png"), png);
-  expect_skipped(*one_file(dir.file("cut.png")), eval_transform(4), SkipReason::kUndecodable,
+  expect_skipped(*one_file(dir.file("cut.png")), eval_transform(4), SkipReason::kCutShort,
                  "cut PNG");
 }
 

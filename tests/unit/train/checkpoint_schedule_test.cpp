@@ -92,6 +92,22 @@ TEST(EpochPosition, ADamagedPositionIsRefused) {
   EXPECT_THROW(train::get_position(zero_batch), std::invalid_argument);
 }
 
+// A checkpoint written before "cut short" (the sixth skip reason, position_skipped_5) resumes
+// with none counted; the five reasons it has are still required.
+TEST(EpochPosition, APositionFromBeforeTheCutShortCountStillLoads) {
+  EpochPosition p = sample_position();
+  p.skipped[static_cast<std::size_t>(data::SkipReason::kCutShort)] = 4;
+  train::ExtraMap extra;
+  train::put_position(extra, p);
+  EXPECT_EQ(train::get_position(extra)->skipped, p.skipped);
+  extra.erase("position_skipped_5");
+  const auto old = train::get_position(extra);
+  ASSERT_TRUE(old.has_value());
+  EXPECT_EQ(old->skipped, sample_position().skipped);
+  extra.erase("position_skipped_4");
+  EXPECT_THROW(train::get_position(extra), std::invalid_argument);
+}
+
 TEST(EpochPosition, ResumeStartsAtTheNextBatchOrTheLastWholeOneOfAnotherSize) {
   const EpochPosition p = sample_position();  // 17 batches of 64: 1088 samples taken
   const auto same = train::resume_start(p, 64);

@@ -57,7 +57,12 @@ std::optional<EpochPosition> get_position(const ExtraMap& extra) {
   p.samples = integer(extra, kSamples);
   p.overflow_steps = integer(extra, kOverflow);
   for (std::size_t r = 0; r < data::kSkipReasons; ++r) {
-    p.skipped[r] = integer(extra, kSkippedPrefix + std::to_string(r));
+    const std::string key = kSkippedPrefix + std::to_string(r);
+    // "cut short" came after the first five: a checkpoint written before it has no count for it.
+    if (r == static_cast<std::size_t>(data::SkipReason::kCutShort) && extra.count(key) == 0) {
+      continue;
+    }
+    p.skipped[r] = integer(extra, key);
   }
   return p;
 }
