@@ -44,7 +44,7 @@
 #include "launcher/launch.h"
 #include "launcher/options.h"
 #include "launcher/plan.h"
-#include "launcher/ports.h"
+#include "core/ports.h"
 #include "launcher/program_kind.h"
 #include "launcher/rank_supervisor.h"
 #include "launcher/report.h"
@@ -468,10 +468,15 @@ BatchSearchRecord search_local_gpus(const LaunchOptions& opts, const Launch& lau
   return *smallest;
 }
 
-// Rank 0's port: a free one found for one node, or the one given tried where rank 0 starts here.
-void settle_port(Topology& t) {
+// Rank 0's port: a free one found (and held) for one node, or the one given tried where rank 0
+// starts here.
+void settle_port(Launch& launch) {
+  Topology& t = launch.plan.topology;
   if (t.pick_free_port) {
-    t.master_port.value = free_port();
+    if (!launch.port_hold) {
+      launch.port_hold = std::make_shared<const PortReservation>(PortReservation::take());
+    }
+    t.master_port.value = launch.port_hold->port();
   } else if (t.check_port) {
     check_port_free(t.master_port.value);
   }
@@ -553,7 +558,7 @@ void plan_launch(const LaunchOptions& opts, Launch& launch, bool check_run) {
   if (launch.config_file) launch.forwarded.emplace_back("DL_CONFIG", *launch.config_file);
   // Before the batch-size search's probes: a start that would be refused says so at once.
   if (check_run) check_run_dir(opts, launch);
-  settle_port(launch.plan.topology);
+  settle_port(launch);
   launch.env = child_environment(launch);
   std::optional<std::string> facts_warning;
   if (launch.request.trainer_measures && !launch.request.samples) {

@@ -14,6 +14,7 @@
 #include "core/run_as.h"
 #include "core/run_lock.h"
 #include "launcher/plan.h"
+#include "core/ports.h"
 #include "launcher/script_cache.h"
 
 namespace dl {
@@ -43,6 +44,8 @@ struct Launch {
   std::string script_cache_key;
   // The run directory's lock, held while the program runs (shared: a Launch is copied for probes).
   std::shared_ptr<const RunLock> run_lock;
+  // Rank 0's port where this launcher picked it, held until the launcher ends (ports.h).
+  std::shared_ptr<const PortReservation> port_hold;
 };
 
 // The variables the process `index` of those started here (plan.ranks[index]) gets on top of the

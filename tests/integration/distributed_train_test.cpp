@@ -24,10 +24,10 @@
 #include <thread>
 #include <vector>
 
+#include "core/ports.h"
 #include "model/checkpoint.h"
 #include "support/data_sets.h"
 #include "support/files.h"
-#include "support/ports.h"
 #include "support/process.h"
 #include "support/temp_dir.h"
 
@@ -55,7 +55,7 @@ class Ranks {
  public:
   Ranks(int world, const std::string& run_dir, const std::string& data,
         const std::vector<std::string>& args, const EnvVars& extra = {}) {
-    const std::string port = std::to_string(free_port());
+    const std::string port = std::to_string(port_.port());
     for (int r = 0; r < world; ++r) {
       const EnvVars env = {{"RANK", std::to_string(r)},
                            {"LOCAL_RANK", std::to_string(r)},
@@ -78,6 +78,8 @@ class Ranks {
   }
 
  private:
+  // Held while the ranks live: no other job on this machine gets rank 0's port meanwhile.
+  PortReservation port_ = PortReservation::take();
   std::vector<std::unique_ptr<Process>> processes_;
 };
 
@@ -321,7 +323,8 @@ TEST(DistributedLaunch, TwoNodesOnLoopbackEndWithTheCheckpointOfOneNodeWithTwoRa
   const Result one = run(launch_argv(one_ws.path(), data, one_node), {}, kSchedulerVars);
   ASSERT_EQ(one.code, 0) << rank_zero_lines(one);
 
-  const std::string port = std::to_string(free_port());
+  const PortReservation hold = PortReservation::take();
+  const std::string port = std::to_string(hold.port());
   std::vector<std::unique_ptr<Process>> nodes;
   for (const char* node : {"0", "1"}) {
     std::vector<std::string> args = train;
@@ -490,13 +493,15 @@ TEST(DistributedLaunch, BothNodesRestartAndMeetAgainAfterAKilledRank) {
     return launch_argv(ws.path(), data, args);
   };
   {
-    const std::string port = std::to_string(free_port());
+    const PortReservation hold = PortReservation::take();
+    const std::string port = std::to_string(hold.port());
     Process n0(nodes_args("0", port, "ref"), EnvVars{}, kSchedulerVars);
     Process n1(nodes_args("1", port, "ref"), EnvVars{}, kSchedulerVars);
     ASSERT_EQ(n0.wait(kRunTimeout).code, 0);
     ASSERT_EQ(n1.wait(kRunTimeout).code, 0);
   }
-  const std::string port = std::to_string(free_port());
+  const PortReservation hold = PortReservation::take();
+  const std::string port = std::to_string(hold.port());
   Process n0(nodes_args("0", port, "re"), EnvVars{}, kSchedulerVars);
   Process n1(nodes_args("1", port, "re"), EnvVars{}, kSchedulerVars);
   ASSERT_TRUE(wait_for_output(n0, "at step 60 (", kRunTimeout)) << n0.out();

@@ -22,9 +22,11 @@ import argparse
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
+import time
 import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -50,6 +52,31 @@ def write_idx(directory, prefix, count, side=8):
         f.write(images)
     with open(os.path.join(directory, f"{prefix}-labels-idx1-ubyte"), "wb") as f:
         f.write(labels)
+
+
+
+def communicate_all(procs, timeout):
+    """Each process's (stdout, stderr) once all have ended. Past `timeout` seconds, every process
+    still running gets SIGABRT (with PYTHONFAULTHANDLER set, Python prints each thread's stack),
+    then SIGKILL; the test fails with what each printed, rather than leaving them running."""
+    deadline = time.monotonic() + timeout
+    outs = []
+    for p in procs:
+        try:
+            outs.append(p.communicate(timeout=max(1.0, deadline - time.monotonic())))
+        except subprocess.TimeoutExpired:
+            for q in procs:
+                if q.poll() is None:
+                    q.send_signal(signal.SIGABRT)
+            time.sleep(2)
+            for q in procs:
+                if q.poll() is None:
+                    q.kill()
+            ends = [q.communicate() for q in procs[len(outs):]]
+            shown = "\n".join(f"--- process {i} (exit {q.returncode}):\n{err[-6000:]}"
+                              for i, (q, (_, err)) in enumerate(zip(procs, outs + ends)))
+            raise AssertionError(f"not ended after {timeout} s:\n{shown}") from None
+    return outs
 
 
 class TrainPyCommandLine(unittest.TestCase):
@@ -334,19 +361,24 @@ class TrainPyCommandLine(unittest.TestCase):
     def test_two_ranks_train_data_parallel_and_rank_0_alone_writes(self):
         import socket
 
-        with socket.socket() as sock:  # a free port for the rendezvous
-            sock.bind(("127.0.0.1", 0))
-            port = sock.getsockname()[1]
+        # Rank 0's port, held (bound with SO_REUSEADDR, never listened on) while the ranks run:
+        # TCPStore binds it all the same, and no other job on the machine is handed it meanwhile,
+        # as dl-launch holds the port it picks (core/ports.h).
+        hold = socket.socket()
+        self.addCleanup(hold.close)
+        hold.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        hold.bind(("0.0.0.0", 0))
+        port = hold.getsockname()[1]
         args = ["--data", "data", "--batch-size", "8", "--workers", "0", "--threads", "1",
                 "--log-every", "0", "--json", "--epochs", "2", "--run-dir", "runs/r"]
         clean = {k: v for k, v in os.environ.items() if not k.startswith("DL_")}
         clean.update(PYTHONPATH=MODULE_DIR, MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port),
-                     WORLD_SIZE="2", LOCAL_WORLD_SIZE="2")
+                     WORLD_SIZE="2", LOCAL_WORLD_SIZE="2", PYTHONFAULTHANDLER="1")
         procs = [subprocess.Popen([PYTHON, "python/train.py"] + args, cwd=self.ws,
                                   env=dict(clean, RANK=str(r), LOCAL_RANK=str(r)),
                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
                  for r in range(2)]
-        outs = [p.communicate(timeout=300) for p in procs]
+        outs = communicate_all(procs, 300)
         for p, (out, err) in zip(procs, outs):
             self.assertEqual(p.returncode, 0, err)
         lines = [json.loads(l) for l in outs[0][0].splitlines()]

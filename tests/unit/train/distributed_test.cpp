@@ -19,7 +19,7 @@
 #include <thread>
 
 #include "core/errors.h"
-#include "support/ports.h"
+#include "core/ports.h"
 #include "train/amp/train_step.h"
 #include "train/dist/collectives.h"
 #include "train/dist/distributed_sampler.h"
@@ -44,7 +44,8 @@ bool has_gloo() {
 
 // Runs `body(rank, group)` on two ranks at once, each a thread with its own process group.
 void on_two_ranks(const std::function<void(int, Collectives&)>& body) {
-  const int port = free_port();
+  const PortReservation hold = PortReservation::take();
+  const int port = hold.port();
   std::exception_ptr errors[2];
   auto rank_main = [&](int rank) {
     try {
@@ -235,7 +236,8 @@ TEST(Collectives, ARankThatNeverArrivesEndsTheRendezvousWithACount) {
   DistContract c;
   c.rank = 0;
   c.world_size = 3;
-  c.master_port = free_port();
+  const PortReservation hold = PortReservation::take();
+  c.master_port = hold.port();
   GroupOptions options;
   options.rendezvous_seconds = 1;
   try {

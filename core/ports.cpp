@@ -1,5 +1,5 @@
-// Binding a throw-away IPv4 socket to find or try a port.
-#include "launcher/ports.h"
+// Binding an IPv4 socket to find, hold or try a port.
+#include "core/ports.h"
 
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -9,14 +9,16 @@
 #include <cstdint>
 #include <cstring>
 #include <string>
+#include <utility>
 
 #include "core/errors.h"
 
 namespace dl {
 namespace {
 
-// Binds 0.0.0.0:port; returns the errno (0: bound) and the port bound.
-int try_bind(int port, int* bound) {
+// Binds 0.0.0.0:port; returns the errno (0: bound) and the port bound. With `keep`, the bound
+// socket is handed back there instead of closed.
+int try_bind(int port, int* bound, int* keep = nullptr) {
   const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0) return errno;
   const int one = 1;
@@ -36,20 +38,42 @@ int try_bind(int port, int* bound) {
       err = errno;
     }
   }
-  close(fd);
+  if (keep != nullptr && err == 0) {
+    *keep = fd;
+  } else {
+    close(fd);
+  }
   return err;
 }
 
 }  // namespace
 
-int free_port() {
+PortReservation PortReservation::take() {
   int port = 0;
-  if (const int err = try_bind(0, &port); err != 0 || port <= 0) {
+  int fd = -1;
+  if (const int err = try_bind(0, &port, &fd); err != 0 || port <= 0) {
+    if (fd >= 0) close(fd);
     throw UserError(exit_code::kRendezvous,
                     std::string("cannot find a free port for rank 0's store (binding port 0: ") +
                         std::strerror(err) + "); give one with --master-port");
   }
-  return port;
+  return PortReservation(fd, port);
+}
+
+PortReservation::PortReservation(PortReservation&& other) noexcept
+    : fd_(std::exchange(other.fd_, -1)), port_(other.port_) {}
+
+PortReservation& PortReservation::operator=(PortReservation&& other) noexcept {
+  if (this != &other) {
+    if (fd_ >= 0) close(fd_);
+    fd_ = std::exchange(other.fd_, -1);
+    port_ = other.port_;
+  }
+  return *this;
+}
+
+PortReservation::~PortReservation() {
+  if (fd_ >= 0) close(fd_);
 }
 
 void check_port_free(int port) {
