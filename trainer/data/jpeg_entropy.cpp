@@ -22,9 +22,8 @@
 #include <cstring>
 
 #if DL_HAVE_LIBJPEG
-#include <jerror.h>
-
 #include "data/jpeg_entropy_hook.h"
+#include "data/libjpeg.h"
 #include "data/libjpeg_private.h"
 
 // The scaled DCT sizes as libjpeg-turbo itself reads them (its jpegint.h _DCT_scaled_size): one

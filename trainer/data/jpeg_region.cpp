@@ -9,12 +9,9 @@
 
 #if DL_HAVE_LIBJPEG
 #include <csetjmp>
-#include <cstdio>  // jpeglib.h needs FILE
-
-#include <jerror.h>
-#include <jpeglib.h>
 
 #include "data/jpeg_entropy_hook.h"
+#include "data/libjpeg.h"
 #endif
 
 namespace dl::data {

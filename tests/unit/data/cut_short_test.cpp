@@ -167,7 +167,7 @@ TEST(CutShort, GarbageInAJpegScanIsUndecodableNotAPicture) {
       const Result r = decode(bad, t, seed);
       EXPECT_FALSE(r.decoded) << f.name << " seed " << seed;
       EXPECT_EQ(r.failure.reason, SkipReason::kUndecodable) << f.name << ": " << r.failure.detail;
-      EXPECT_EQ(r.failure.detail.rfind("Corrupt JPEG data", 0), 0u) << f.name;
+      EXPECT_EQ(r.failure.detail.rfind("Corrupt JPEG data", 0), 0u) << f.name << ": " << r.failure.detail;
       ++cases;
     }
   }

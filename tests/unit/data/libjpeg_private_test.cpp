@@ -8,6 +8,7 @@
 #if DL_HAVE_LIBJPEG
 #include "data/jpeg_entropy.h"
 #include "data/jpeg_region.h"
+#include "data/libjpeg.h"
 #include "data/libjpeg_private.h"
 #include "unit/data/jpeg_writer.h"
 
@@ -15,6 +16,7 @@
 #include <cstddef>
 #include <string>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 // Debian's libjpeg62-turbo-dev installs the private header (JPEG_LIB_VERSION 62 there); elsewhere
@@ -50,6 +52,27 @@ std::string fence_note() {
          std::string(priv::kCheckedVersions) +
          ": compare this libjpeg's jpegint.h (struct jpeg_entropy_decoder) and jdhuff.c with the "
          "head there, then widen its range (until then libjpeg decodes every JPEG itself)";
+}
+
+// The message codes this build compiled (data/libjpeg.h) are the library's: each names the text
+// libjpeg's own table holds under it. Off by two where jerror.h came before jpeglib.h and the
+// library is a jpeg8 one.
+TEST(LibjpegMessages, TheCodesThisBuildReadsAreTheLibrarys) {
+  jpeg_error_mgr err{};
+  jpeg_std_error(&err);
+  const std::pair<int, std::string> codes[] = {
+      {JWRN_JPEG_EOF, "Premature end of JPEG file"},
+      {JWRN_HIT_MARKER, "Corrupt JPEG data: premature end of data segment"},
+      {JWRN_HUFF_BAD_CODE, "Corrupt JPEG data: bad Huffman code"},
+      {JWRN_MUST_RESYNC, "Corrupt JPEG data: found marker 0x%02x instead of RST%d"},
+      {JWRN_EXTRANEOUS_DATA, "Corrupt JPEG data: %u extraneous bytes before marker 0x%02x"},
+  };
+  for (const auto& [code, text] : codes) {
+    ASSERT_LE(code, err.last_jpeg_message) << text;
+    EXPECT_EQ(std::string(err.jpeg_message_table[code]), text)
+        << "message code " << code << " of " << this_libjpeg()
+        << ": jerror.h was read before jpeglib.h (include data/libjpeg.h)";
+  }
 }
 
 TEST(LibjpegPrivate, ThisLibjpegIsAVersionTheHeadWasCheckedAgainst) {
