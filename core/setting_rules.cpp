@@ -112,6 +112,7 @@ const std::map<std::string, Rule>& table() {
       {"nvml-library", path(has_directory)},
       {"memory-budget", text()},  // a memory size: checked by the launcher's options
       {"memory-margin", real(0, 0.9)},
+      {"batch-objective", choice({"fastest", "largest"})},
       {"retune", flag()},
       {"probe-command", choice({"auto", "always", "never"})},
       {"run-as-owner", flag()},

@@ -48,6 +48,7 @@ po::options_description make_launch() {
     ("nvml-library", value("nvml-library"), "NVML library to load (default libnvidia-ml.so.1)")
     ("memory-budget", value("memory-budget"), "memory the batch-size search may plan for, e.g. 6GiB or 512MiB (default: free GPU memory minus the margin; on CPU the usable RAM)")
     ("memory-margin", value("memory-margin"), "share of free GPU memory kept back by the batch-size search (default 0.1)")
+    ("batch-objective", value("batch-objective"), "what the batch-size search picks: fastest (the largest batch within 5% of the best measured samples/s) or largest (the largest that fits) (default fastest)")
     ("retune", value("retune"), "measure again instead of using the workspace's cached answers: the batch-size search, and a command's workers")
     ("probe-command", value("probe-command"), "measure a command after -- by probes (docs/python.md): auto (when the script it runs imports dl_plan), always or never (default auto)")
     ("run-as-owner", value("run-as-owner"), "when run as root on a workspace that belongs to another user, run the program as that user so the files it writes are theirs (default true)")

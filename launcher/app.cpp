@@ -92,6 +92,7 @@ BatchCacheKey cache_key(const LaunchOptions& opts, const Launch& l) {
   }
   if (!opts.image_size.empty()) k.input += " at image-size " + opts.image_size;
   k.precision = l.plan.precision.value;
+  k.objective = l.request.batch_objective.value;
   const std::string& device = l.plan.device.value;
   k.device = device == "cpu" ? "cpu" : "cuda";
   if (device != "cpu") {
@@ -188,6 +189,8 @@ TuneRequest batch_tune_request(const LaunchOptions& opts, const Launch& l) {
   t.probe.env = probe_environment(l);
   const Choice<std::uint64_t> budget = batch_search_budget(l.facts, l.request, l.plan.device.value);
   t.search.budget_bytes = budget.value;
+  t.search.objective = l.request.batch_objective.value == "largest" ? BatchObjective::kLargest
+                                                                   : BatchObjective::kFastest;
   t.budget_reason = budget.reason;
   if (l.request.samples && l.request.samples->value > 0) {
     t.search.max_batch = l.request.samples->value;
@@ -323,7 +326,7 @@ void tune_user_program(const LaunchOptions& opts, Launch& launch) {
   const BatchCacheKey b = cache_key(opts, launch);
   t.cache_key = identity + "; input=" + b.input + "; precision=" + b.precision +
                 "; device=" + b.device + (b.gpu.empty() ? "" : "; gpu=" + b.gpu) +
-                "; budget=" + (batch ? b.budget : "none") +
+                "; budget=" + (batch ? b.budget + "; objective=" + b.objective : "none") +
                 "; cores=" + std::to_string(t.max_workers);
 
   const ScriptTuning tuned = tune_script(t);

@@ -29,7 +29,8 @@ std::optional<std::string> read_cache_text(const std::string& path) {
 
 std::string BatchCacheKey::text() const {
   return "model=" + model + "; input=" + input + "; precision=" + precision + "; device=" + device +
-         (gpu.empty() ? "" : "; gpu=" + gpu) + "; budget=" + budget + "; libtorch=" + torch;
+         (gpu.empty() ? "" : "; gpu=" + gpu) + "; budget=" + budget + "; libtorch=" + torch +
+         "; objective=" + objective;
 }
 
 constexpr const char* kCacheFileName = "batch-cache.json";
@@ -46,12 +47,15 @@ std::string render_batch_cache(const BatchCacheEntries& entries) {
   for (const auto& [key, r] : entries) {
     w.begin_object();
     w.key("key").value(key);
-    w.key("batch").value(r.result.batch);
+    w.key("batch").value(r.result.batch).key("objective").value(r.objective);
     w.key("reason").value(r.result.reason);
     w.key("budget_bytes").value(r.budget).key("budget_reason").value(r.budget_reason);
     w.key("max_batch").value(r.max_batch);
     w.key("fixed_bytes").value(r.result.fixed_bytes);
     w.key("per_sample_bytes").value(r.result.per_sample_bytes);
+    const BatchChoice& c = r.result.choice;
+    w.key("largest").value(c.largest).key("fastest").value(c.fastest);
+    w.key("best_rate").value(c.best_rate).key("why").value(c.why);
     w.key("seconds").value(r.seconds).key("searched_at").value(r.searched_at);
     w.key("trials").begin_array();
     for (const auto& t : r.result.trials) {
@@ -84,8 +88,14 @@ BatchCacheEntries parse_batch_cache(const std::string& text) {
     r.result.batch = e.get_i64("batch", 0);
     if (r.result.batch <= 0) continue;
     r.result.reason = e.get_string("reason", "");
+    r.objective = e.get_string("objective", "largest");
     r.result.fixed_bytes = e.get_double("fixed_bytes", 0);
     r.result.per_sample_bytes = e.get_double("per_sample_bytes", 0);
+    r.result.choice.batch = r.result.batch;
+    r.result.choice.largest = e.get_i64("largest", r.result.batch);
+    r.result.choice.fastest = e.get_i64("fastest", 0);
+    r.result.choice.best_rate = e.get_double("best_rate", 0);
+    r.result.choice.why = e.get_string("why", "");
     r.budget = e.get_u64("budget_bytes", 0);
     r.budget_reason = e.get_string("budget_reason", "");
     r.max_batch = e.get_i64("max_batch", 0);

@@ -4,12 +4,18 @@
 // largest fitting probes refines it, and a failed prediction steps down by 5%: within 5% of the
 // true largest batch in at most 6 probes on linear, stepped and noisy curves. Where probes remain
 // and it gains more than 2%, the next size up is checked too, so that on the bumpy curves of a
-// CPU process's resident memory the answer's neighbour is known not to fit.
+// CPU process's resident memory the answer's neighbour is known not to fit. DeepSpeed's autotuner
+// searches its micro-batch for throughput; here the probes that found the largest batch also
+// timed their steps, so the rate curve costs two more probes at most: geometric midpoints on the
+// wider side of the best rate, where it peaks between two probes.
 #include "launcher/batch_search.h"
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <optional>
+#include <utility>
+#include <vector>
 
 #include "core/text.h"
 
@@ -27,9 +33,17 @@ std::int64_t round_down(std::int64_t b, std::int64_t multiple) {
 
 class Search {
  public:
-  Search(const ProbeFn& probe, const SearchOptions& o) : probe_(probe), o_(o) {}
+  Search(const ProbeFn& probe, const SearchOptions& o)
+      : probe_(probe), o_(o), limit_(std::min(o.memory_probes, o.max_probes)) {}
 
-  bool can_probe() const { return static_cast<int>(result.trials.size()) < o_.max_probes; }
+  bool can_probe() const { return static_cast<int>(result.trials.size()) < limit_; }
+  void allow(int probes) { limit_ = probes; }
+  bool probed(std::int64_t batch) const {
+    for (const auto& t : result.trials) {
+      if (t.batch == batch) return true;
+    }
+    return false;
+  }
 
   // Probes `batch` (once: repeated sizes reuse the first answer); true when it fits.
   bool fits(std::int64_t batch) {
@@ -105,23 +119,23 @@ class Search {
  private:
   const ProbeFn& probe_;
   SearchOptions o_;
+  int limit_;
 };
 
 // Even the small probe fails: halve down to 1.
-SearchResult search_below_first(Search& s, std::int64_t first) {
+void search_below_first(Search& s, std::int64_t first) {
   for (std::int64_t b = first / 2; b >= 1 && s.can_probe(); b /= 2) {
     if (s.fits(b)) {
       s.result.batch = b;
       s.result.reason = "only small batches fit: " + std::to_string(b);
-      return s.result;
+      return;
     }
   }
   s.result.reason = "nothing fits: batch " + std::to_string(first) + " already exceeds the budget";
-  return s.result;
 }
 
 // The budget ends between the two small probes: bisect there with what probes remain.
-SearchResult bisect_below(Search& s, std::int64_t second) {
+void bisect_below(Search& s, std::int64_t second) {
   std::int64_t lo = s.largest_fitting()->batch, hi = second;
   while (hi - lo > 1 && s.can_probe()) {
     const std::int64_t mid = (lo + hi) / 2;
@@ -129,13 +143,11 @@ SearchResult bisect_below(Search& s, std::int64_t second) {
   }
   s.result.batch = lo;
   s.result.reason = "bisected below " + std::to_string(hi);
-  return s.result;
 }
 
-SearchResult whole_data_set(Search& s, std::int64_t batch) {
+void whole_data_set(Search& s, std::int64_t batch) {
   s.result.batch = batch;
   s.result.reason = "the whole data set fits in one batch";
-  return s.result;
 }
 
 // The size the line through the probes points at; nullopt when it says nothing more.
@@ -203,23 +215,74 @@ std::int64_t search_by_prediction(Search& s, const SearchOptions& o, std::int64_
   return answer;
 }
 
-}  // namespace
-
-std::string trial_outcome(const ProbeResult& t, std::uint64_t budget_bytes) {
-  if (!t.error.empty()) return "error: " + t.error;
-  if (t.out_of_memory) return "out of memory";
-  return t.peak_bytes <= budget_bytes ? "fits" : "over budget";
+// The geometric midpoint of two sizes (throughput curves are read on a log scale of the batch),
+// on the grid where the sizes allow.
+std::int64_t midpoint(std::int64_t lo, std::int64_t hi, std::int64_t multiple) {
+  const double m = std::sqrt(static_cast<double>(lo) * static_cast<double>(hi));
+  if (m >= 2.0 * static_cast<double>(multiple)) {
+    return static_cast<std::int64_t>(std::llround(m / static_cast<double>(multiple))) * multiple;
+  }
+  return static_cast<std::int64_t>(std::llround(m));
 }
 
-SearchResult search_batch(const ProbeFn& probe, const SearchOptions& o) {
-  Search s(probe, o);
-  const std::int64_t first = s.cap(o.first);
-  if (!s.fits(first)) return search_below_first(s, first);
-  if (o.max_batch > 0 && first >= o.max_batch) return whole_data_set(s, first);
-  const std::int64_t second = s.cap(std::max(o.second, first * 2));
-  if (!s.fits(second)) return bisect_below(s, second);
-  if (o.max_batch > 0 && second >= o.max_batch) return whole_data_set(s, second);
+// With the probes left, where the best measured rate lies between two probes further apart than
+// o.refine_ratio, probes the midpoint on the wider side, and again around the new best. Nothing
+// to refine where the rate still rises at the largest size that fits.
+void refine_rates(Search& s, const SearchOptions& o) {
+  s.allow(o.max_probes);
+  while (s.can_probe()) {
+    std::vector<const ProbeResult*> timed;
+    for (const auto& t : s.result.trials) {
+      if (s.ok(t) && samples_per_second(t) > 0) timed.push_back(&t);
+    }
+    std::sort(timed.begin(), timed.end(),
+              [](const ProbeResult* a, const ProbeResult* b) { return a->batch < b->batch; });
+    if (timed.size() < 2) return;
+    std::size_t best = 0;
+    for (std::size_t i = 1; i < timed.size(); ++i) {
+      if (samples_per_second(*timed[i]) > samples_per_second(*timed[best])) best = i;
+    }
+    if (best + 1 == timed.size()) return;
+    std::vector<std::pair<std::int64_t, std::int64_t>> sides = {
+        {timed[best]->batch, timed[best + 1]->batch}};
+    if (best > 0) sides.emplace_back(timed[best - 1]->batch, timed[best]->batch);
+    std::sort(sides.begin(), sides.end(), [](const auto& a, const auto& b) {
+      return static_cast<double>(a.second) / static_cast<double>(a.first) >
+             static_cast<double>(b.second) / static_cast<double>(b.first);
+    });
+    bool probed = false;
+    for (const auto& [lo, hi] : sides) {
+      if (static_cast<double>(hi) < o.refine_ratio * static_cast<double>(lo)) continue;
+      const std::int64_t mid = midpoint(lo, hi, o.multiple);
+      if (mid <= lo || mid >= hi || s.probed(mid)) continue;
+      s.fits(mid);
+      probed = true;
+      break;
+    }
+    if (!probed) return;
+  }
+}
 
+// The largest batch that fits: its probes, the fitted line and how it was found.
+void search_largest(Search& s, const SearchOptions& o) {
+  const std::int64_t first = s.cap(o.first);
+  if (!s.fits(first)) {
+    search_below_first(s, first);
+    return;
+  }
+  if (o.max_batch > 0 && first >= o.max_batch) {
+    whole_data_set(s, first);
+    return;
+  }
+  const std::int64_t second = s.cap(std::max(o.second, first * 2));
+  if (!s.fits(second)) {
+    bisect_below(s, second);
+    return;
+  }
+  if (o.max_batch > 0 && second >= o.max_batch) {
+    whole_data_set(s, second);
+    return;
+  }
   s.result.batch = search_by_prediction(s, o, second);
   // For the record, the line through every measured probe (least squares), not only the last
   // secant: what the model costs before the first sample, and what each sample adds.
@@ -227,6 +290,96 @@ SearchResult search_batch(const ProbeFn& probe, const SearchOptions& o) {
   s.result.reason = "memory ~ " + signed_bytes(s.result.fixed_bytes) + " + " +
                     signed_bytes(s.result.per_sample_bytes) + " per sample (fit over " +
                     std::to_string(measured) + " probes); the answer verified by probing";
+}
+
+std::string rate_text(double rate) {
+  return format_number(std::round(rate)) + " samples/s";
+}
+
+std::string percent_text(double share) {
+  return format_number(std::round(share * 100.0)) + "%";
+}
+
+}  // namespace
+
+const char* objective_name(BatchObjective objective) {
+  return objective == BatchObjective::kLargest ? "largest" : "fastest";
+}
+
+double samples_per_second(const ProbeResult& t) {
+  return t.step_seconds > 0 && t.batch > 0 ? static_cast<double>(t.batch) / t.step_seconds : 0;
+}
+
+std::string trial_outcome(const ProbeResult& t, std::uint64_t budget_bytes) {
+  if (!t.error.empty()) return "error: " + t.error;
+  if (t.out_of_memory) return "out of memory";
+  return t.peak_bytes <= budget_bytes ? "fits" : "over budget";
+}
+
+BatchChoice choose_batch(const std::vector<ProbeResult>& trials, std::uint64_t budget_bytes,
+                         BatchObjective objective, double tolerance) {
+  BatchChoice c;
+  double largest_rate = 0;
+  for (const auto& t : trials) {
+    if (!t.error.empty() || t.out_of_memory || t.peak_bytes > budget_bytes) continue;
+    if (t.batch > c.largest) {
+      c.largest = t.batch;
+      largest_rate = samples_per_second(t);
+    }
+    if (samples_per_second(t) > c.best_rate) {
+      c.best_rate = samples_per_second(t);
+      c.fastest = t.batch;
+    }
+  }
+  if (c.largest == 0) {
+    c.why = "nothing fits";
+    return c;
+  }
+  const std::string best = rate_text(c.best_rate) + " at " + std::to_string(c.fastest);
+  if (objective == BatchObjective::kLargest || c.best_rate <= 0) {
+    c.batch = c.largest;
+    c.why = objective == BatchObjective::kLargest
+                ? "the largest that fits (--batch-objective largest)"
+                : "the largest that fits: no probe timed its steps";
+    if (c.best_rate > 0 && c.fastest != c.largest) {
+      c.why += "; it trains " + rate_text(largest_rate) + ", the fastest probe " + best;
+    }
+    return c;
+  }
+  const double floor = (1.0 - tolerance) * c.best_rate;
+  double chosen_rate = 0;
+  for (const auto& t : trials) {
+    if (!t.error.empty() || t.out_of_memory || t.peak_bytes > budget_bytes) continue;
+    if (samples_per_second(t) >= floor && t.batch > c.batch) {
+      c.batch = t.batch;
+      chosen_rate = samples_per_second(t);
+    }
+  }
+  const std::string within = "within " + percent_text(tolerance) + " of the best rate (" + best +
+                             ")";
+  if (c.batch == c.largest) {
+    c.why = "the largest that fits, " + rate_text(chosen_rate) +
+            (c.fastest == c.batch ? ", the best rate measured" : ", " + within);
+    return c;
+  }
+  c.why = "the largest batch " + within + ": " + rate_text(chosen_rate) +
+          "; the largest that fits, " + std::to_string(c.largest) + ", trains " +
+          (largest_rate > 0 ? rate_text(largest_rate) : std::string("at an unmeasured rate"));
+  if (largest_rate > 0) {
+    char slower[32];
+    std::snprintf(slower, sizeof slower, " (%.1fx slower)", chosen_rate / largest_rate);
+    c.why += slower;
+  }
+  c.why += "; --batch-objective largest picks it";
+  return c;
+}
+
+SearchResult search_batch(const ProbeFn& probe, const SearchOptions& o) {
+  Search s(probe, o);
+  search_largest(s, o);
+  if (s.result.batch > 0 && o.objective == BatchObjective::kFastest) refine_rates(s, o);
+  s.result.choice = choose_batch(s.result.trials, o.budget_bytes, o.objective, o.rate_tolerance);
+  s.result.batch = s.result.choice.batch;
   return s.result;
 }
 

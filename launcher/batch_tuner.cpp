@@ -37,7 +37,8 @@ BatchSearchRecord tune_batch_size(TuneRequest request) {
     }
   }
 
-  spdlog::info("batch-size search: largest batch within {} ({}){}",
+  spdlog::info("batch-size search: the {} batch within {} ({}){}",
+               objective_name(request.search.objective),
                format_bytes(request.search.budget_bytes), request.budget_reason,
                request.search.max_batch > 0
                    ? ", at most " + std::to_string(request.search.max_batch) + " (the data set)"
@@ -56,7 +57,9 @@ BatchSearchRecord tune_batch_size(TuneRequest request) {
     spdlog::info("probe batch {}: {}{}{} ({})", batch,
                  trial_outcome(r, request.search.budget_bytes),
                  r.error.empty() && !r.out_of_memory ? ", peak " + format_bytes(r.peak_bytes) : "",
-                 r.step_seconds > 0 ? ", " + seconds_text(r.step_seconds, "%.3f s/step") : "",
+                 r.step_seconds > 0 ? ", " + seconds_text(r.step_seconds, "%.3f s/step") + ", " +
+                                          seconds_text(samples_per_second(r), "%.0f samples/s")
+                                    : "",
                  seconds_text(took));
     return r;
   };
@@ -64,14 +67,16 @@ BatchSearchRecord tune_batch_size(TuneRequest request) {
   record.result = search_batch(probe, request.search);
   record.seconds =
       earlier + std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  record.objective = objective_name(request.search.objective);
   record.budget = request.search.budget_bytes;
   record.budget_reason = request.budget_reason;
   record.max_batch = request.search.max_batch;
   record.searched_at = utc_now_iso();
   record.cache_file = path;
   record.cache_key = key;
-  spdlog::info("batch-size search: {} after {} probes in {} ({})", record.result.batch,
-               record.result.trials.size(), seconds_text(record.seconds), record.result.reason);
+  spdlog::info("batch-size search: {} after {} probes in {} ({}; {})", record.result.batch,
+               record.result.trials.size(), seconds_text(record.seconds), record.result.choice.why,
+               record.result.reason);
   return record;
 }
 

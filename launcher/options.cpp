@@ -165,6 +165,7 @@ void read_sizes(const settings::Layers& s, Request* r) {
   if (auto m = s.real("memory-margin")) {
     r->memory_margin = {*m, s.source("memory-margin")};
   }
+  r->batch_objective = {s.one_of("batch-objective", "fastest"), s.source("batch-objective")};
 }
 
 // The rest of the plan's inputs and the run's own settings, validated in the order given.

@@ -214,13 +214,18 @@ Choice<int> plan_batch(const Facts& facts, const Request& req, const std::string
                         ") is more than the usable RAM (" + format_bytes(facts.memory.usable) +
                         "): training at this batch size may be killed for memory");
   }
-  std::string reason =
-      "largest that fits " + format_bytes(search->budget) + " (" + search->budget_reason + ")";
+  const bool largest = r.choice.largest == 0 || r.batch == r.choice.largest;
+  std::string reason = std::string(largest ? "largest that fits " : "fastest that fits ") +
+                       format_bytes(search->budget) + " (" + search->budget_reason + ")";
   for (const auto& t : r.trials) {
     if (t.batch == r.batch && t.error.empty() && !t.out_of_memory) {
       reason += ": peak " + format_bytes(t.peak_bytes);
+      if (samples_per_second(t) > 0) {
+        reason += ", " + format_number(std::round(samples_per_second(t))) + " samples/s";
+      }
     }
   }
+  if (!largest) reason += " (the largest, " + std::to_string(r.choice.largest) + ", is slower)";
   if (search->max_batch > 0 && r.batch >= search->max_batch) reason += ", the whole data set";
   reason += search->cached ? "; cached, --retune searches again"
                            : "; " + std::to_string(r.trials.size()) + " probes, " +

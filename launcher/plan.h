@@ -22,6 +22,7 @@ struct Request {
   Sourced<int> batch_size{64};
   std::optional<Sourced<std::uint64_t>> memory_budget;  // what the search may plan for
   Sourced<double> memory_margin{0.1};                   // share of free GPU memory kept back
+  Sourced<std::string> batch_objective{"fastest"};      // fastest | largest (batch_search.h)
   // The program is dl-train, which measures workers and threads at start (their "auto"): the plan
   // then hands over the cores instead of fixing numbers the user did not give.
   bool trainer_measures = false;
@@ -55,7 +56,8 @@ struct Request {
 
 // How the batch size was searched: now, by probes, or earlier, read from the workspace's cache.
 struct BatchSearchRecord {
-  SearchResult result;  // the batch (0: nothing fits), the trials, the fitted line
+  SearchResult result;  // the batch (0: nothing fits), the trials, the fitted line, the choice
+  std::string objective = "fastest";  // --batch-objective: fastest | largest
   std::uint64_t budget = 0;
   std::string budget_reason;   // "--memory-budget", "free memory of cuda:0 (...) less 10%"
   std::int64_t max_batch = 0;  // the data set's size; 0: unknown

@@ -62,17 +62,21 @@ std::string seconds(double s, const char* format = "%.1f s") {
 
 // The batch-size search: each trial, the total time, and whether the answer came from the cache.
 std::string search_lines(const BatchSearchRecord& s, bool dry_run) {
-  std::string out =
-      "batch search  largest batch within " + format_bytes(s.budget) + " (" + s.budget_reason + ")";
+  std::string out = "batch search  " + s.objective + " batch within " + format_bytes(s.budget) +
+                    " (" + s.budget_reason + ")";
   if (s.max_batch > 0) out += ", at most " + std::to_string(s.max_batch) + " (the data set)";
-  out += "\n  " + pad("batch", 9) + pad("peak", 12) + pad("result", 15) + "step\n";
+  out += "\n  " + pad("batch", 9) + pad("peak", 12) + pad("result", 15) + pad("step", 11) +
+         "samples/s\n";
   for (const auto& t : s.result.trials) {
     const bool measured = t.error.empty() && !t.out_of_memory;
+    const double rate = samples_per_second(t);
     out += "  " + pad(std::to_string(t.batch), 9) +
            pad(measured ? format_bytes(t.peak_bytes) : std::string("-"), 12) +
            pad(trial_outcome(t, s.budget), 15) +
-           (t.step_seconds > 0 ? seconds(t.step_seconds, "%.3f s") : std::string("-")) + "\n";
+           pad(t.step_seconds > 0 ? seconds(t.step_seconds, "%.3f s") : std::string("-"), 11) +
+           (rate > 0 ? seconds(rate, "%.0f") : std::string("-")) + "\n";
   }
+  if (!s.result.choice.why.empty()) out += "  chosen: " + s.result.choice.why + "\n";
   const std::string probes =
       std::to_string(s.result.trials.size()) + " probes in " + seconds(s.seconds);
   out += "  -> " + std::to_string(s.result.batch) + ": ";
@@ -97,6 +101,10 @@ void json_search(JsonWriter& w, const std::optional<BatchSearchRecord>& search) 
   const BatchSearchRecord& s = *search;
   w.begin_object();
   w.key("batch").value(s.result.batch).key("reason").value(s.result.reason);
+  const BatchChoice& c = s.result.choice;
+  w.key("objective").value(s.objective).key("why").value(c.why);
+  w.key("largest").value(c.largest).key("fastest").value(c.fastest);
+  w.key("best_samples_per_second").value(c.best_rate);
   w.key("budget_bytes").value(s.budget).key("budget_reason").value(s.budget_reason);
   w.key("max_batch").value(s.max_batch);
   w.key("fixed_bytes").value(s.result.fixed_bytes);
@@ -110,7 +118,8 @@ void json_search(JsonWriter& w, const std::optional<BatchSearchRecord>& search) 
     w.key("batch").value(t.batch);
     w.key("fits").value(t.error.empty() && !t.out_of_memory && t.peak_bytes <= s.budget);
     w.key("out_of_memory").value(t.out_of_memory).key("peak_bytes").value(t.peak_bytes);
-    w.key("step_seconds").value(t.step_seconds).key("error").value(t.error);
+    w.key("step_seconds").value(t.step_seconds);
+    w.key("samples_per_second").value(samples_per_second(t)).key("error").value(t.error);
     w.end_object();
   }
   w.end_array();

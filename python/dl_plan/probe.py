@@ -34,7 +34,13 @@ import time
 
 PROTOCOL = 1
 DEFAULT_BATCHES = 30  # timed loader batches after the warm-up
-DEFAULT_STEPS = 3  # step probe: the first is a warm-up (cuDNN's autotuning, allocator growth)
+# The step probe times steps as dl-train's probe mode does (core/step_timing.h): two warm-up
+# steps (the optimizer's state, cuDNN's autotuning, the caching allocator settling), then timed
+# steps until there are at least 3 and 1 s of them, or 30; the step time is their median.
+WARMUP_STEPS = 2
+MIN_TIMED_STEPS = 3
+MAX_TIMED_STEPS = 30
+MIN_TIMED_SECONDS = 1.0
 DEFAULT_SECONDS = 30.0  # a loader probe stops timing after this long, with what it has
 KINDS = ("loader", "step")
 
@@ -76,7 +82,7 @@ class _Probe:
         self.crash = None  # an uncaught exception (dl_plan's excepthook)
         self.samples = None  # the step probe's data set size, where dl_plan.loader() saw it
         self.steps_done = 0
-        self.step_seconds = 0.0
+        self.timed = []  # seconds of each timed step
         self._step_start = None
         if self.kind is None:
             return
@@ -87,7 +93,9 @@ class _Probe:
             raise ProbeSetupError(f"DL_PROBE_RESULT={self.result_path!r}: expected an absolute "
                                   "path to the probe's result file")
         self.batches = _positive("DL_PROBE_BATCHES", DEFAULT_BATCHES)
-        self.steps = _positive("DL_PROBE_STEPS", DEFAULT_STEPS)
+        # DL_PROBE_STEPS caps the steps in all (warm-up included); unset, the timing rule decides.
+        self.steps = _positive("DL_PROBE_STEPS", WARMUP_STEPS + MAX_TIMED_STEPS)
+        self.warmup = min(WARMUP_STEPS, self.steps - 1)
         self.seconds = _positive("DL_PROBE_SECONDS", DEFAULT_SECONDS)
 
     def write(self, record):
@@ -197,26 +205,32 @@ class _Probe:
             oom = is_out_of_memory(error)
             self.answer(dict(batch=plan.batch_size, fits=False, out_of_memory=oom,
                              peak_bytes=0 if oom else peak_bytes(plan),
-                             step_seconds=self._mean_seconds(), steps=self.steps_done,
+                             step_seconds=self._median_seconds(), steps=self.steps_done,
                              device=plan.device, precision=plan.precision,
                              error="" if oom else first_line(error)))
             raise ProbeDone()
         if plan.is_cuda:
             torch.cuda.synchronize(plan.device)  # the step's time, not its launch's
-        if self.steps_done > 0:
-            self.step_seconds += time.perf_counter() - self._step_start
+        if self.steps_done >= self.warmup:
+            self.timed.append(time.perf_counter() - self._step_start)
         self.steps_done += 1
-        if self.steps_done >= self.steps:
+        enough = len(self.timed) >= MAX_TIMED_STEPS or (
+            len(self.timed) >= MIN_TIMED_STEPS and sum(self.timed) >= MIN_TIMED_SECONDS)
+        if enough or self.steps_done >= self.steps:
             self._step_result()
             raise ProbeDone()
 
-    def _mean_seconds(self):
-        return self.step_seconds / (self.steps_done - 1) if self.steps_done > 1 else 0.0
+    def _median_seconds(self):
+        if not self.timed:
+            return 0.0
+        s = sorted(self.timed)
+        n = len(s)
+        return s[n // 2] if n % 2 else (s[n // 2 - 1] + s[n // 2]) / 2
 
     def _step_result(self, error=""):
         plan = _plan()
         self.answer(dict(batch=plan.batch_size, fits=not error, out_of_memory=False,
-                         peak_bytes=peak_bytes(plan), step_seconds=self._mean_seconds(),
+                         peak_bytes=peak_bytes(plan), step_seconds=self._median_seconds(),
                          steps=self.steps_done, device=plan.device, precision=plan.precision,
                          error=error))
 

@@ -93,6 +93,22 @@ void read_plan_json(const std::string& text, RunReport& r) {
       }
     }
   }
+  if (const JsonValue* search = doc->find("batch_search"); search != nullptr && search->is_object()) {
+    r.batch_chosen = search->get_i64("batch", 0);
+    r.batch_budget_bytes = search->get_double("budget_bytes", 0);
+    r.batch_why = search->get_string("why", "");
+    if (const JsonValue* trials = search->find("trials"); trials != nullptr && trials->is_array()) {
+      for (const auto& t : trials->items()) {
+        const double peak = t.get_double("peak_bytes", 0);
+        const double seconds = t.get_double("step_seconds", 0);
+        const double batch = t.get_double("batch", 0);
+        // Older plans carry no samples_per_second: batch / step time is the same figure.
+        const double rate =
+            t.get_double("samples_per_second", seconds > 0 ? batch / seconds : 0.0);
+        r.batch_probes.push_back({batch, rate, peak, t.get_bool("fits", false)});
+      }
+    }
+  }
   if (const JsonValue* ranks = doc->find("ranks")) {
     add_choice(*ranks, "world_size", "processes", r.plan);
     add_choice(*ranks, "global_batch", "global batch", r.plan);

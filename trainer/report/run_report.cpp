@@ -317,6 +317,60 @@ std::string checkpoints(const RunReport& r) {
   return out + "</section>";
 }
 
+// The batch-size search's probes: samples/s and peak memory against the batch, fitting probes
+// and the others apart, and the line that says why the chosen batch won.
+std::string batch_search(const RunReport& r) {
+  if (r.batch_probes.empty()) return "";
+  std::vector<RunReport::BatchProbe> probes = r.batch_probes;
+  std::sort(probes.begin(), probes.end(),
+            [](const auto& a, const auto& b) { return a.batch < b.batch; });
+  std::string out = "<section id=\"batch-search\"><h2>Batch-size search</h2>";
+  if (!r.batch_why.empty()) {
+    out += "<p>batch " + std::to_string(r.batch_chosen) + ": " + html_escape(r.batch_why) + "</p>";
+  }
+  LineChart rate;
+  rate.id = "batch-rate";
+  rate.title = "Throughput of each probe";
+  rate.x_label = "batch size";
+  rate.y_label = "samples/s";
+  rate.y_min = 0;
+  rate.y_format = {true, 0, " samples/s"};
+  rate.empty_text = "no probe timed its steps";
+  LineChart memory = rate;
+  memory.id = "batch-memory";
+  memory.title = "Peak memory of each probe";
+  memory.y_label = "MiB";
+  memory.y_format = {true, 1, " MiB"};
+  memory.empty_text = "no probe measured its peak";
+  ChartSeries fits{"fits", "#059669", {}, {}}, chosen{"chosen", "#dc2626", {}, {}};
+  ChartSeries peak{"peak", "#2563eb", {}, {}}, budget{"budget", "#9ca3af", {}, {}, true};
+  for (const auto& p : probes) {
+    if (p.fits && p.samples_per_second > 0) {
+      fits.x.push_back(p.batch);
+      fits.y.push_back(p.samples_per_second);
+      if (static_cast<std::int64_t>(p.batch) == r.batch_chosen) {
+        chosen.x.push_back(p.batch);
+        chosen.y.push_back(p.samples_per_second);
+      }
+    }
+    if (p.peak_bytes > 0) {
+      peak.x.push_back(p.batch);
+      peak.y.push_back(p.peak_bytes / 1048576.0);
+    }
+  }
+  if (!fits.x.empty()) rate.series = {fits, chosen};
+  if (!peak.x.empty()) {
+    memory.series = {peak};
+    if (r.batch_budget_bytes > 0) {
+      budget.x = {peak.x.front(), peak.x.back()};
+      budget.y = {r.batch_budget_bytes / 1048576.0, r.batch_budget_bytes / 1048576.0};
+      memory.series.push_back(budget);
+    }
+  }
+  out += "<div class=\"charts\">" + render_line_chart(rate) + render_line_chart(memory) + "</div>";
+  return out + "</section>";
+}
+
 std::string plan(const RunReport& r) {
   std::string out = "<section id=\"plan\"><h2>Machine and plan</h2>";
   if (!r.has_plan) {
@@ -368,6 +422,7 @@ std::string render_run_report(const RunReport& r) {
   out += "<div class=\"two\">" + confusion(r) + checkpoints(r) + "</div>";
   out += resources(r);
   out += plan(r);
+  out += batch_search(r);
   out += "<footer>run directory " + html_escape(r.run_dir) +
          " &middot; metrics.csv, train.log and the TensorBoard events file are there too</footer>";
   out += "</main><script>";

@@ -59,6 +59,18 @@ struct RunReport {
   std::string plan_note;  // why there is none, or where it came from
   std::vector<ReportRow> machine, plan;
   std::vector<std::string> plan_warnings;
+  // The batch-size search's probes (plan.json's batch_search), when one ran: the throughput and
+  // memory curves, and why the chosen batch won.
+  struct BatchProbe {
+    double batch = 0;
+    double samples_per_second = 0;  // 0: not timed
+    double peak_bytes = 0;
+    bool fits = false;
+  };
+  std::vector<BatchProbe> batch_probes;
+  std::int64_t batch_chosen = 0;
+  double batch_budget_bytes = 0;
+  std::string batch_why;
   // What dl-train itself chose (model, device, precision, batch, workers, data).
   std::vector<ReportRow> setup;
 

@@ -29,6 +29,7 @@ BatchCacheKey cnn_key() {
   k.device = "cpu";
   k.budget = "314572800 bytes";
   k.torch = "1.13.0";
+  k.objective = "fastest";
   return k;
 }
 
@@ -54,6 +55,7 @@ BatchSearchRecord record(std::int64_t batch) {
   crashed.batch = batch * 2;
   crashed.error = "killed by signal 9 \"quoted\"";
   r.result.trials = {fits, oom, crashed};
+  r.result.choice = {batch, batch, batch, 6240.0, "the largest that fits, 6240 samples/s"};
   return r;
 }
 
@@ -73,7 +75,7 @@ TEST(BatchCacheKeyText, EveryPartTellsKeysApart) {
   const std::string base = cnn_key().text();
   EXPECT_EQ(base,
             "model=cnn; input=Fashion-MNIST 1x28x28; precision=fp32; device=cpu; "
-            "budget=314572800 bytes; libtorch=1.13.0");
+            "budget=314572800 bytes; libtorch=1.13.0; objective=fastest");
   auto changed = [&](auto change) {
     BatchCacheKey k = cnn_key();
     change(k);
@@ -84,6 +86,7 @@ TEST(BatchCacheKeyText, EveryPartTellsKeysApart) {
   EXPECT_NE(changed([](BatchCacheKey& k) { k.precision = "bf16"; }), base);
   EXPECT_NE(changed([](BatchCacheKey& k) { k.budget = "1 bytes"; }), base);
   EXPECT_NE(changed([](BatchCacheKey& k) { k.torch = "2.1.0"; }), base);
+  EXPECT_NE(changed([](BatchCacheKey& k) { k.objective = "largest"; }), base);
   const std::string a100 = changed([](BatchCacheKey& k) {
     k.device = "cuda";
     k.gpu = "NVIDIA A100-SXM4-80GB, 85899345920 bytes";
@@ -118,6 +121,11 @@ TEST(BatchCacheFormat, RoundTrip) {
   EXPECT_TRUE(r.result.trials[1].out_of_memory);
   EXPECT_EQ(r.result.trials[2].error, "killed by signal 9 \"quoted\"");
   EXPECT_EQ(back[1].second.result.batch, 64);
+  EXPECT_EQ(r.result.choice.batch, 312);
+  EXPECT_EQ(r.result.choice.largest, 312);
+  EXPECT_EQ(r.result.choice.fastest, 312);
+  EXPECT_DOUBLE_EQ(r.result.choice.best_rate, 6240.0);
+  EXPECT_EQ(r.result.choice.why, want.result.choice.why);
 }
 
 TEST(BatchCacheFormat, DamagedTextIsAnEmptyCache) {

@@ -1,6 +1,8 @@
 // The batch-size search against synthetic memory curves whose largest fitting batch is known:
 // linear, with a step, with noise, everything fits, nothing fits. The bar: within 5% of the true
-// largest batch, in at most 6 probes, and never an answer that does not fit.
+// largest batch, in at most 6 probes, and never an answer that does not fit. Then against
+// throughput curves (a CPU's, falling with the batch; a GPU's, saturating): the fastest objective
+// lands near the best rate in at most 8 probes, and the largest objective ignores the rates.
 #include "launcher/batch_search.h"
 
 #include <gtest/gtest.h>
@@ -228,6 +230,158 @@ TEST(BatchSearch, AFallingSecantDoesNotJumpToTheDataSetSize) {
   for (const auto& t : r.trials) EXPECT_LT(t.batch, 1000) << r.reason;
   EXPECT_GE(r.batch, 264);
   EXPECT_LE(r.trials.size(), 6u);
+}
+
+// Memory as the CPU case of docs/batch-search.md (600 MiB, the largest that fits about 736), and a
+// step time of a fixed cost plus a per-sample cost that grows with the batch (caches overflow):
+// 239 samples/s at 736, 459 at 344, the best about 2,500 near 28, as measured on the small CNN.
+double cpu_step_seconds(std::int64_t b) {
+  const double x = static_cast<double>(b);
+  return 0.004 + x * (0.0001 + 5.5e-6 * x);
+}
+
+ProbeFn timed_probe(const Curve& memory, std::uint64_t oom_above,
+                    const std::function<double(std::int64_t)>& step_seconds) {
+  const ProbeFn plain = probe_of(memory, oom_above);
+  return [plain, step_seconds](std::int64_t b) {
+    ProbeResult r = plain(b);
+    if (!r.out_of_memory) r.step_seconds = step_seconds(b);
+    return r;
+  };
+}
+
+double rate_of(const std::function<double(std::int64_t)>& step_seconds, std::int64_t b) {
+  return static_cast<double>(b) / step_seconds(b);
+}
+
+const Curve kCpuMemory = [](std::int64_t b) {
+  return 230.0 * MiB + 0.5 * MiB * static_cast<double>(b);
+};
+constexpr std::uint64_t kCpuBudget = 600 * MiB;
+
+std::string trials_text(const SearchResult& r) {
+  std::string out;
+  for (const auto& t : r.trials) out += " " + std::to_string(t.batch);
+  return out;
+}
+
+TEST(BatchSearch, CpuRateFallingWithTheBatchPicksAFastBatchNotTheLargest) {
+  SearchOptions o;
+  o.budget_bytes = kCpuBudget;
+  o.max_batch = 60000;
+  const SearchResult r = search_batch(timed_probe(kCpuMemory, kCpuBudget * 4, cpu_step_seconds), o);
+  const std::int64_t largest = truth(kCpuMemory, kCpuBudget, 60000);
+  double best = 0;
+  for (std::int64_t b = 1; b <= largest; ++b) best = std::max(best, rate_of(cpu_step_seconds, b));
+  EXPECT_LE(r.trials.size(), 8u);
+  EXPECT_GE(static_cast<double>(r.choice.largest), 0.95 * static_cast<double>(largest))
+      << "the largest that fits is still found: " << trials_text(r);
+  EXPECT_GE(rate_of(cpu_step_seconds, r.batch), 0.95 * best)
+      << "batch " << r.batch << " (" << r.choice.why << "), trials" << trials_text(r);
+  EXPECT_GT(rate_of(cpu_step_seconds, r.batch), 5 * rate_of(cpu_step_seconds, r.choice.largest));
+  EXPECT_NE(r.choice.why.find("--batch-objective largest picks it"), std::string::npos)
+      << r.choice.why;
+  EXPECT_EQ(r.choice.fastest, r.batch) << "within 5% of the best, the largest such batch";
+}
+
+TEST(BatchSearch, SaturatedGpuRateKeepsTheLargestBatch) {
+  // Throughput rising to a plateau (2,000 samples/s, half of it at batch 40): the largest batch
+  // that fits is within a few percent of the best, and wins.
+  const auto step = [](std::int64_t b) {
+    const double x = static_cast<double>(b);
+    return x / (2000.0 * x / (x + 40.0));
+  };
+  const Curve memory = [](std::int64_t b) { return 900.0 * MiB + 30.0 * MiB * static_cast<double>(b); };
+  const std::uint64_t budget = 30000 * MiB;
+  SearchOptions o;
+  o.budget_bytes = budget;
+  const SearchResult r = search_batch(timed_probe(memory, budget * 2, step), o);
+  EXPECT_EQ(r.batch, r.choice.largest) << r.choice.why;
+  EXPECT_GE(static_cast<double>(r.batch), 0.95 * static_cast<double>(truth(memory, budget, 1 << 20)));
+  EXPECT_LE(r.trials.size(), 6u) << "a rate still rising at the largest size needs no more probes";
+}
+
+TEST(BatchSearch, PlateauWithinToleranceGetsItsLargestMember) {
+  // The rate peaks at 64 (1,000) and stays within 3% of it up to 256, then falls: 256-ish is
+  // within the 5% tolerance and larger, so it wins over the peak itself.
+  const auto step = [](std::int64_t b) {
+    const double x = static_cast<double>(b);
+    double rate = x < 64 ? 1000.0 * x / 64.0 : x <= 256 ? 1000.0 - 0.1 * (x - 64) : 980.0 * 256 / x;
+    return x / rate;
+  };
+  const Curve memory = [](std::int64_t b) { return 100.0 * MiB + 1.0 * MiB * static_cast<double>(b); };
+  const std::uint64_t budget = 1200 * MiB;
+  SearchOptions o;
+  o.budget_bytes = budget;
+  const SearchResult r = search_batch(timed_probe(memory, budget * 2, step), o);
+  EXPECT_LE(r.trials.size(), 8u);
+  EXPECT_GE(r.batch, 128) << r.choice.why << "; trials" << trials_text(r);
+  EXPECT_LE(r.batch, 256) << r.choice.why << "; trials" << trials_text(r);
+  EXPECT_LT(r.batch, r.choice.largest);
+}
+
+TEST(BatchSearch, LargestObjectiveIgnoresTheRatesAndSpendsNoExtraProbe) {
+  SearchOptions o;
+  o.budget_bytes = kCpuBudget;
+  o.max_batch = 60000;
+  o.objective = BatchObjective::kLargest;
+  const SearchResult r = search_batch(timed_probe(kCpuMemory, kCpuBudget * 4, cpu_step_seconds), o);
+  expect_good(r, kCpuMemory, kCpuBudget, 60000);
+  EXPECT_EQ(r.batch, r.choice.largest);
+  EXPECT_NE(r.choice.why.find("--batch-objective largest"), std::string::npos) << r.choice.why;
+  EXPECT_NE(r.choice.why.find("the fastest probe"), std::string::npos) << r.choice.why;
+}
+
+ProbeResult trial(std::int64_t batch, bool out_of_memory, std::uint64_t peak, double seconds) {
+  ProbeResult r;
+  r.batch = batch;
+  r.out_of_memory = out_of_memory;
+  r.peak_bytes = peak;
+  r.step_seconds = seconds;
+  return r;
+}
+
+TEST(BatchSearch, ChoiceNeverTakesAFastTrialThatDoesNotFit) {
+  std::vector<ProbeResult> trials(4);
+  trials[0] = trial(8, false, 100 * MiB, 0.010);     // 800/s
+  trials[1] = trial(32, false, 150 * MiB, 0.020);    // 1600/s
+  trials[2] = trial(64, false, 900 * MiB, 0.020);    // 3200/s, over the budget
+  trials[3] = trial(48, true, 0, 0.001);             // out of memory, "fast"
+  const BatchChoice c = choose_batch(trials, 500 * MiB, BatchObjective::kFastest, 0.05);
+  EXPECT_EQ(c.batch, 32);
+  EXPECT_EQ(c.largest, 32);
+  EXPECT_EQ(c.fastest, 32);
+  EXPECT_DOUBLE_EQ(c.best_rate, 1600.0);
+  EXPECT_NE(c.why.find("the best rate measured"), std::string::npos) << c.why;
+  EXPECT_EQ(choose_batch({trials[2]}, 500 * MiB, BatchObjective::kFastest, 0.05).batch, 0);
+}
+
+TEST(BatchSearch, ChoiceToleranceDecidesBetweenNeighbours) {
+  std::vector<ProbeResult> trials(3);
+  trials[0] = trial(16, false, 100 * MiB, 0.016);   // 1000/s
+  trials[1] = trial(64, false, 200 * MiB, 0.0666);  // 961/s: 3.9% slower
+  trials[2] = trial(128, false, 300 * MiB, 0.16);   // 800/s
+  EXPECT_EQ(choose_batch(trials, 1000 * MiB, BatchObjective::kFastest, 0.05).batch, 64);
+  EXPECT_EQ(choose_batch(trials, 1000 * MiB, BatchObjective::kFastest, 0.03).batch, 16);
+  EXPECT_EQ(choose_batch(trials, 1000 * MiB, BatchObjective::kLargest, 0.05).batch, 128);
+  // Untimed probes (a program that does not time its steps): size alone, and it says so.
+  for (auto& t : trials) t.step_seconds = 0;
+  const BatchChoice c = choose_batch(trials, 1000 * MiB, BatchObjective::kFastest, 0.05);
+  EXPECT_EQ(c.batch, 128);
+  EXPECT_NE(c.why.find("no probe timed its steps"), std::string::npos) << c.why;
+}
+
+TEST(BatchSearch, NeverMoreThanTheProbeBudget) {
+  for (int budget_probes : {2, 3, 5, 8}) {
+    SearchOptions o;
+    o.budget_bytes = kCpuBudget;
+    o.max_probes = budget_probes;
+    o.memory_probes = std::min(6, budget_probes);
+    const SearchResult r =
+        search_batch(timed_probe(kCpuMemory, kCpuBudget * 4, cpu_step_seconds), o);
+    EXPECT_LE(static_cast<int>(r.trials.size()), budget_probes);
+    EXPECT_GT(r.batch, 0);
+  }
 }
 
 }  // namespace

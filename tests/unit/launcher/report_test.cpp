@@ -219,6 +219,7 @@ TEST(ReportJson, BatchSearchWithItsTrials) {
   s.result.reason = "largest multiple of 8 within the budget";
   s.result.trials = {
       {8, false, 2 * kGiB, 0.01, ""}, {32, false, 4 * kGiB, 0.02, ""}, {128, true, 0, 0, ""}};
+  s.result.choice = choose_batch(s.result.trials, 6 * kGiB, BatchObjective::kFastest, 0.05);
   s.budget = 6 * kGiB;
   s.budget_reason = "--memory-budget";
   s.cache_file = "/ws/.dl/batch-cache";
@@ -235,9 +236,18 @@ TEST(ReportJson, BatchSearchWithItsTrials) {
   EXPECT_EQ(trials.items()[0].get_bool("fits", false), true);
   EXPECT_EQ(trials.items()[2].get_bool("fits", true), false);
   EXPECT_EQ(trials.items()[2].get_bool("out_of_memory", false), true);
+  EXPECT_DOUBLE_EQ(trials.items()[1].get_double("samples_per_second", 0), 1600.0);
+  EXPECT_EQ(at(*json, "batch_search.objective").as_string(), "fastest");
+  EXPECT_EQ(at(*json, "batch_search.largest").as_i64(), 32);
+  EXPECT_EQ(at(*json, "batch_search.fastest").as_i64(), 32);
+  EXPECT_DOUBLE_EQ(at(*json, "batch_search.best_samples_per_second").as_double().value_or(0), 1600.0);
+  EXPECT_THAT(at(*json, "batch_search.why").as_string().value_or(""), HasSubstr("the best rate measured"));
 
   const std::string text = render_text(l, false);
-  EXPECT_THAT(text, HasSubstr("batch search  largest batch within "));
+  EXPECT_THAT(text, HasSubstr("batch search  fastest batch within "));
+  EXPECT_THAT(text, HasSubstr("step       samples/s\n"));
+  EXPECT_THAT(text, HasSubstr("0.020 s    1600\n"));
+  EXPECT_THAT(text, HasSubstr("  chosen: the largest that fits, 1600 samples/s, the best rate"));
   EXPECT_THAT(text, HasSubstr("(--memory-budget)"));
   EXPECT_THAT(text, HasSubstr("  -> 96: 3 probes in "));
   EXPECT_THAT(text, HasSubstr("stored in /ws/.dl/batch-cache\n"));

@@ -164,6 +164,37 @@ TEST(PlanSummary, ReadsFactsPlanAndReasons) {
   EXPECT_THAT(bad.plan_note, HasSubstr("not a dl-launch plan"));
 }
 
+// The search's probes from plan.json become the report's throughput and memory charts: a marker
+// per fitting, timed probe, the chosen one marked again, the budget as a line, and why it won.
+TEST(PlanSummary, BatchSearchCurveIsDrawn) {
+  RunReport r;
+  read_plan_json(R"({"format": "dl-launch-plan", "version": 1,
+    "batch_search": {"batch": 32, "budget_bytes": 629145600, "why": "the largest batch <within>",
+      "trials": [
+        {"batch": 8, "fits": true, "peak_bytes": 241172480, "step_seconds": 0.004},
+        {"batch": 32, "fits": true, "peak_bytes": 251658240, "step_seconds": 0.0128,
+         "samples_per_second": 2500},
+        {"batch": 736, "fits": true, "peak_bytes": 610271232, "step_seconds": 3.08},
+        {"batch": 800, "fits": false, "out_of_memory": false, "peak_bytes": 660602880,
+         "step_seconds": 3.5}]}})",
+                 r);
+  ASSERT_EQ(r.batch_probes.size(), 4u);
+  EXPECT_DOUBLE_EQ(r.batch_probes[0].samples_per_second, 2000.0) << "batch / step time";
+  EXPECT_DOUBLE_EQ(r.batch_probes[1].samples_per_second, 2500.0);
+  EXPECT_EQ(r.batch_chosen, 32);
+  const std::string html = render_run_report(r);
+  EXPECT_THAT(html, HasSubstr("<section id=\"batch-search\">"));
+  EXPECT_THAT(html, HasSubstr("batch 32: the largest batch &lt;within&gt;"));
+  EXPECT_EQ(count(html, "data-series=\"fits\""), 3u) << "the probe over budget is not a point";
+  EXPECT_EQ(count(html, "data-series=\"chosen\" data-x=\"32\""), 1u);
+  EXPECT_EQ(count(html, "data-series=\"peak\""), 4u);
+  EXPECT_THAT(html, HasSubstr("data-series=\"budget\""));
+
+  RunReport none;
+  read_plan_json(R"({"format": "dl-launch-plan", "version": 1, "batch_search": null})", none);
+  EXPECT_THAT(render_run_report(none), Not(HasSubstr("batch-search")));
+}
+
 TEST(MetricsHistory, ReadsRowsUpToTheResumedEpochKeepingTheLastOfEach) {
   const std::string csv =
       "epoch,train_loss,train_acc,val_loss,val_acc,lr,epoch_seconds,samples_per_second,"

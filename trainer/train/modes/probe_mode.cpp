@@ -24,6 +24,7 @@
 #include "core/errors.h"
 #include "core/json.h"
 #include "core/settings.h"
+#include "core/step_timing.h"
 #include "data/batch.h"
 #include "data/buffer_pool.h"
 #include "model/model.h"
@@ -40,10 +41,6 @@ namespace dl::train {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-// The first step allocates AdamW's state and (on CUDA) lets cuDNN pick its algorithms; the
-// following ones are the steady state that training repeats and that the step time is taken from.
-constexpr int kTrainingSteps = 3;
 
 // The process's peak resident memory (VmHWM): on the CPU, the memory training takes is the
 // process's, model, optimizer state, activations, data set and LibTorch's own code together.
@@ -104,14 +101,15 @@ struct Run {
 // The steps, as the trainer's StepRunner takes them on a whole batch (forward under autocast, the
 // loss in fp32, loss scaling for fp16, unscale, clip, step) but without its recovery: an
 // out-of-memory here must reach the report, not be retried in micro-batches. Throws whatever
-// LibTorch throws. Returns the mean seconds of the steps after the first.
-double steps(Run& r, std::int64_t n) {
+// LibTorch throws. Returns the timing of the steps (core/step_timing.h: warm-up steps, then the
+// median of enough timed ones).
+StepTiming steps(Run& r, std::int64_t n) {
   std::vector<torch::Tensor> params = r.net.parameters();
   torch::optim::AdamW opt(params, adamw_options(r.config));
   GradScaler scaler(scaler_options(r.config, r.precision), r.device);
   r.net.set_training(true);
-  double timed = 0;
-  for (int step = 0; step < kTrainingSteps; ++step) {
+  StepTiming timing;
+  for (int step = 0; !timing.done(); ++step) {
     const auto t0 = Clock::now();
     torch::Tensor images, labels;
     r.feed.upload(synthetic_batch(r.pool, r.shape, n, r.classes), &images, &labels);
@@ -125,7 +123,7 @@ double steps(Run& r, std::int64_t n) {
     scaler.update();
     // Reading the loss waits for the device, so the time is the step's, not its launch's.
     (void)loss.item<double>();
-    if (step > 0) timed += std::chrono::duration<double>(Clock::now() - t0).count();
+    timing.add(step, std::chrono::duration<double>(Clock::now() - t0).count());
   }
   torch::NoGradGuard no_grad;
   r.net.set_training(false);
@@ -133,7 +131,7 @@ double steps(Run& r, std::int64_t n) {
   r.feed.upload(synthetic_batch(r.pool, r.shape, n, r.classes), &images, &labels);
   const auto logits = forward_logits(r.net, images, r.precision, r.device);
   (void)torch::nn::functional::cross_entropy(logits, labels).item<double>();
-  return timed / (kTrainingSteps - 1);
+  return timing;
 }
 
 }  // namespace
@@ -145,6 +143,7 @@ std::string probe_json(const ProbeReport& r) {
   out << "{\"batch\":" << r.batch << ",\"fits\":" << (r.fits() ? "true" : "false")
       << ",\"out_of_memory\":" << (r.out_of_memory ? "true" : "false")
       << ",\"peak_bytes\":" << r.peak_bytes << ",\"step_seconds\":" << seconds
+      << ",\"timed_steps\":" << r.timed_steps
       << ",\"device\":" << JsonWriter::escape(r.device)
       << ",\"precision\":" << JsonWriter::escape(r.precision)
       << ",\"error\":" << JsonWriter::escape(r.error) << "}";
@@ -196,7 +195,9 @@ int run_probe(const TrainConfig& config, std::int64_t batch) {
             shape,
             spec.num_classes};
     try {
-      report.step_seconds = steps(run, batch);
+      const StepTiming timing = steps(run, batch);
+      report.step_seconds = timing.median();
+      report.timed_steps = static_cast<int>(timing.timed_steps());
     } catch (const std::bad_alloc&) {
       report.out_of_memory = true;
     } catch (const std::exception& e) {

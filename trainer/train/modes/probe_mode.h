@@ -13,12 +13,13 @@
 namespace dl::train {
 
 // What one probe found; printed as {"batch":N,"fits":...,"out_of_memory":...,"peak_bytes":...,
-// "step_seconds":...,"device":"cpu","precision":"fp32","error":""}.
+// "step_seconds":...,"timed_steps":...,"device":"cpu","precision":"fp32","error":""}.
 struct ProbeReport {
   std::int64_t batch = 0;
   bool out_of_memory = false;
   std::uint64_t peak_bytes = 0;  // CUDA: the caching allocator's peak reserved; CPU: VmHWM
-  double step_seconds = 0;       // mean of the training steps after the first
+  double step_seconds = 0;       // median of the timed steps (core/step_timing.h)
+  int timed_steps = 0;           // how many were timed
   std::string device;            // "cpu", "cuda:0"
   std::string precision;         // what the steps really ran in
   std::string error;             // a failure other than running out of memory
