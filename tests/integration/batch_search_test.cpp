@@ -165,10 +165,25 @@ TEST(BatchSearchOnCpu, LargestBatchWithinTheBudgetCachedForTheNextStart) {
 
   // No GPU (NVML absent), so only --memory-budget starts the search. One worker and one thread
   // whatever the machine, so the probes and the run are those of the other trainer tests.
-  const std::vector<std::string> common = {
-      kLaunch, "--workspace",     ws.path(), "--memory-budget", budget_arg,    "--workers",
-      "1",     "--threads",       "1",       "--epochs",        "1",           "--limit-batches",
-      "5",     "--monitor-every", "0",       "--nvml-library",  "/nonexistent"};
+  const std::vector<std::string> common = {kLaunch,
+                                           "--workspace",
+                                           ws.path(),
+                                           "--memory-budget",
+                                           budget_arg,
+                                           "--workers",
+                                           "1",
+                                           "--threads",
+                                           "1",
+                                           "--epochs",
+                                           "1",
+                                           "--limit-batches",
+                                           "5",
+                                           "--monitor-every",
+                                           "0",
+                                           "--nvml-library",
+                                           "/nonexistent",
+                                           "--batch-objective",
+                                           "largest"};
   auto launch = [&](std::vector<std::string> extra) {
     std::vector<std::string> argv = common;
     argv.insert(argv.end(), extra.begin(), extra.end());

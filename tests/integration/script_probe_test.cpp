@@ -229,8 +229,9 @@ TEST_F(ScriptProbe, BatchSearchOverTheScriptsOwnStepFindsTheKnownAnswer) {
   const std::int64_t known = 100;
   const auto budget = static_cast<std::uint64_t>(fixed + (known + 0.5) * per_sample);
 
-  const Result r = launch({"--dry-run", "--json", "--workers", "0", "--memory-budget",
-                           std::to_string(budget), "--", kPython, "mytrain.py"});
+  // The largest that fits: the memory line, not the rates, is what this test knows the answer of.
+  const Result r = launch({"--dry-run", "--json", "--workers", "0", "--batch-objective", "largest",
+                           "--memory-budget", std::to_string(budget), "--", kPython, "mytrain.py"});
   ASSERT_EQ(r.code, 0) << show(r);
   const JsonValue plan = plan_json(r);
   const JsonValue* search = plan.find("batch_search");
@@ -246,8 +247,9 @@ TEST_F(ScriptProbe, BatchSearchOverTheScriptsOwnStepFindsTheKnownAnswer) {
 }
 
 TEST_F(ScriptProbe, OutOfMemoryInsideTheStepIsAnAnswerNotAFailure) {
-  const Result r = launch({"--dry-run", "--json", "--workers", "0", "--memory-budget", "8GiB", "--",
-                           kPython, "mytrain.py"},
+  // The largest that fits: a noisy rate on a busy CPU would otherwise pick a smaller batch.
+  const Result r = launch({"--dry-run", "--json", "--workers", "0", "--batch-objective", "largest",
+                           "--memory-budget", "8GiB", "--", kPython, "mytrain.py"},
                           {{"TEST_WHAT", "oom-above-40"}, {"TEST_MIB", "1"}});
   ASSERT_EQ(r.code, 0) << show(r);
   const JsonValue plan = plan_json(r);  // held: find() points into it

@@ -404,9 +404,12 @@ class ProbeTest(unittest.TestCase):
             self.assertNotIn("trained to the end", proc.stdout)
             self.assert_handshake(records, "step")
             r = records[-1]
-            self.assertEqual((r["kind"], r["batch"], r["fits"], r["out_of_memory"], r["steps"],
+            self.assertEqual((r["kind"], r["batch"], r["fits"], r["out_of_memory"],
                               r["device"], r["precision"], r["error"]),
-                             ("step", batch, True, False, 3, "cpu", "fp32", ""))
+                             ("step", batch, True, False, "cpu", "fp32", ""))
+            # Two warm-up steps, then at least 3 timed ones and a second of them, at most 30.
+            self.assertGreaterEqual(r["steps"], 2 + 3)
+            self.assertLessEqual(r["steps"], 2 + 30)
             self.assertGreater(r["step_seconds"], 0)
             peaks[batch] = r["peak_bytes"]
         # 32 more samples at 4 MiB each: the peak RSS grows by about 128 MiB.
@@ -627,7 +630,7 @@ class ResumeTest(unittest.TestCase):
         # dl-launch hands a probe the run's DL_RESUME, with a scratch run directory: no resume.
         result = os.path.join(self.dir, "probe.jsonl")
         r = self.run_script(os.path.join(self.dir, "scratch"), DL_RESUME="true", DL_PROBE="step",
-                            DL_PROBE_RESULT=result, DL_PROBE_PROTOCOL=1)
+                            DL_PROBE_RESULT=result, DL_PROBE_PROTOCOL=1, DL_PROBE_STEPS=3)
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertFalse(os.path.exists(os.path.join(self.dir, "scratch")), "a probe saved")
 
