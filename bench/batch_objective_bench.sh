@@ -54,8 +54,9 @@ import json, statistics, sys
 rows = [json.loads(l) for l in sys.stdin if l.strip()]
 s = sorted(r["step_seconds"] for r in rows)
 m = statistics.median(s)
-print(f"| {rows[0][\"batch\"]} | {m:.4f} | {s[0]:.4f} | {s[-1]:.4f} | {100 * (s[-1] - s[0]) / m:.1f}% | "
-      f"{\",\".join(str(r.get(\"timed_steps\", \"?\")) for r in rows)} |")'
+timed = ",".join(str(r.get("timed_steps", "?")) for r in rows)
+print("| %d | %.4f | %.4f | %.4f | %.1f%% | %s |"
+      % (rows[0]["batch"], m, s[0], s[-1], 100 * (s[-1] - s[0]) / m, timed))'
 done
 echo
 
@@ -104,6 +105,7 @@ for role in "64:batch 64" "$chosen:chosen" "$largest:largest that fits"; do
 import statistics, sys
 b, role, runs, chosen = sys.argv[1], sys.argv[2], [float(x) for x in sys.argv[3].split()], [float(x) for x in sys.argv[4].split()]
 m = statistics.median(runs)
-print(f"| {b} | {role} | {m:.0f} | {\" \".join(f\"{x:.0f}\" for x in runs)} | {m / statistics.median(chosen):.2f}x |")' \
+each = " ".join("%.0f" % x for x in runs)
+print("| %s | %s | %.0f | %s | %.2fx |" % (b, role, m, each, m / statistics.median(chosen)))' \
     "$b" "${role#*:}" "${rates[$b]}" "${rates[$chosen]}"
 done
