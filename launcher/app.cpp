@@ -173,7 +173,7 @@ EnvList probe_environment(const Launch& l, const char* also = "") {
                                                      {"GROUP_RANK", "0"}};
   EnvList env;
   for (const auto& [name, value] : l.env) {
-    if (name == "DL_BATCH_SIZE" || name == also) continue;
+    if (name == "DL_BATCH_SIZE" || name == "DL_MICRO_BATCH" || name == also) continue;
     const auto it = single.find(name);
     env.emplace_back(name, it == single.end() ? value : it->second);
   }

@@ -43,6 +43,15 @@ EnvList rank_environment(const Launch& launch, std::size_t index, const EnvLooku
       // measurement.
       {"DL_CORES", std::to_string(r.cores.value)},
   };
+  // --global-batch: the pieces a rank's batch runs in, for dl-train's --micro-batch and dl_plan's
+  // plan.micro_batch (unset where a batch runs whole, so a dl.conf's micro-batch still counts).
+  if (p.accumulation) {
+    env.emplace_back("DL_GLOBAL_BATCH",
+                     std::to_string(p.accumulation->per_rank * p.topology.world_size.value));
+  }
+  if (p.accumulation && p.accumulation->steps > 1) {
+    env.emplace_back("DL_MICRO_BATCH", std::to_string(p.accumulation->micro));
+  }
   // Intra-op threads for OpenMP/MKL users (Python's torch, numpy); an explicit user setting wins.
   // A measuring dl-train sets its own count and may try every core of its share.
   const int omp = p.threads_measured ? r.cores.value : r.threads.value;

@@ -154,6 +154,10 @@ void read_sizes(const settings::Layers& s, Request* r) {
   if (auto b = s.integer("batch-size")) {
     r->batch_size = as_int(s, "batch-size", *b);
   }
+  if (auto g = s.integer("global-batch")) {
+    r->global_batch =
+        Sourced<std::int64_t>{static_cast<std::int64_t>(*g), s.source("global-batch")};
+  }
   if (s.has("memory-budget")) {
     const auto bytes = parse_memory_size(s.get("memory-budget"));
     if (!bytes) {

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <stdexcept>
 #include <string>
 
 #include "core/errors.h"
@@ -326,20 +327,62 @@ void plan_ranks(const Facts& facts, const Request& req, Plan* plan) {
   }
 }
 
+// "--global-batch 256", with where it came from when not the option itself: "(from dl.conf:3)".
+std::string named_global_batch(const Request& req) {
+  const Sourced<std::int64_t>& g = *req.global_batch;
+  const std::string named = "--global-batch " + std::to_string(g.value);
+  return g.source == "--global-batch" ? named : named + " (from " + g.source + ")";
+}
+
+// --global-batch: the batch planned so far (searched, given or the default) becomes the largest
+// piece a rank runs at once, and the batch a rank takes per optimizer step is its share.
+void plan_accumulation(const Request& req, Plan* plan) {
+  if (!req.global_batch) return;
+  const Sourced<std::int64_t>& g = *req.global_batch;
+  const int world = plan->topology.world_size.value;
+  Accumulation a;
+  try {
+    a = split_global_batch(g.value, world, plan->batch_size.value);
+  } catch (const std::invalid_argument& e) {
+    throw UserError(exit_code::kUsage, g.source + " " + std::to_string(g.value) + ": " + e.what());
+  }
+  const std::string at_once = "at most " + std::to_string(plan->batch_size.value) + " at once (" +
+                              plan->batch_size.reason + ")";
+  plan->batch_size = {static_cast<int>(a.per_rank), "a rank's share of " + named_global_batch(req) +
+                                                        ": " + describe(a, world) + ", " + at_once};
+  plan->accumulation = a;
+  if (!req.default_program && a.steps > 1) {
+    plan->warnings.push_back(
+        "--global-batch: the program after -- must run each batch of DL_BATCH_SIZE=" +
+        std::to_string(a.per_rank) +
+        " in pieces of at most DL_MICRO_BATCH=" + std::to_string(a.micro) +
+        ", accumulating their gradients (dl_plan: " + "plan.micro_batches, docs/python.md)");
+  }
+}
+
 // The batch over all ranks and the learning rate for it.
 void plan_global_batch(const Request& req, Plan* plan) {
   const int world = plan->topology.world_size.value;
   const long long global = static_cast<long long>(plan->batch_size.value) * world;
-  plan->global_batch = {global, world == 1
-                                    ? std::string("one rank")
-                                    : "per-rank batch " + std::to_string(plan->batch_size.value) +
-                                          " x " + std::to_string(world) + " ranks"};
+  plan->global_batch = {
+      global, plan->accumulation
+                  ? named_global_batch(req) + ": " + describe(*plan->accumulation, world)
+              : world == 1 ? std::string("one rank")
+                           : "per-rank batch " + std::to_string(plan->batch_size.value) + " x " +
+                                 std::to_string(world) + " ranks"};
   const std::string& rule = req.lr_scaling.value;
   const double lr = req.lr.value;
   const std::string lr_from = req.lr.source == "default" ? "default" : "from " + req.lr.source;
   const std::string rule_from =
       req.lr_scaling.source == "default" ? "default" : "from " + req.lr_scaling.source;
-  if (rule == "linear") {
+  if (plan->accumulation) {
+    // The rules scale the rate with the batch that grows with the ranks; --global-batch keeps it.
+    plan->learning_rate = {
+        format_number(lr),
+        "kept (lr " + lr_from + "): --global-batch keeps each step's batch" +
+            (rule == "none" ? std::string()
+                            : ", so --lr-scaling " + rule + " (" + rule_from + ") scales it by 1")};
+  } else if (rule == "linear") {
     plan->learning_rate = {format_number(lr * world),
                            "--lr-scaling linear (" + rule_from + "): lr " + format_number(lr) +
                                " (" + lr_from + ") x " + std::to_string(world) + " ranks"};
@@ -424,6 +467,7 @@ Plan make_plan(const Facts& facts, const Request& req, const BatchSearchRecord* 
   if (search != nullptr) plan.batch_search = *search;
   plan.topology = plan_topology(req.scheduler, req.ranks, plan.device.value, req.device.value,
                                 static_cast<int>(facts.gpu.gpus.size()), req.default_program);
+  plan_accumulation(req, &plan);
   plan_ranks(facts, req, &plan);
   plan.workers = plan.ranks.front().workers;
   plan.threads = plan.ranks.front().threads;

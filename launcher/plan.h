@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/probe.h"
+#include "launcher/accumulation.h"
 #include "launcher/batch_search.h"
 #include "launcher/sourced.h"
 #include "launcher/topology.h"
@@ -23,6 +24,8 @@ struct Request {
   std::optional<Sourced<std::uint64_t>> memory_budget;  // what the search may plan for
   Sourced<double> memory_margin{0.1};                   // share of free GPU memory kept back
   Sourced<std::string> batch_objective{"fastest"};      // fastest | largest (batch_search.h)
+  // The recipe's batch per optimizer step over all ranks (accumulation.h); unset: batch x ranks.
+  std::optional<Sourced<std::int64_t>> global_batch;
   // The program is dl-train, which measures workers and threads at start (their "auto"): the plan
   // then hands over the cores instead of fixing numbers the user did not give.
   bool trainer_measures = false;
@@ -89,8 +92,11 @@ struct Plan {
   // rule of thumb's, shown for comparison.
   bool workers_measured = false;
   bool threads_measured = false;
-  Choice<int> batch_size;
+  Choice<int> batch_size;                         // per rank and optimizer step: the loader's batch
   std::optional<BatchSearchRecord> batch_search;  // when the batch size was searched
+  // --global-batch's split: batch_size is a rank's share, run in micro-batches of at most
+  // accumulation->micro (DL_MICRO_BATCH) where it does not fit at once.
+  std::optional<Accumulation> accumulation;
   // The ranks: the topology, every process started here (the first is the one the fields above
   // describe), the batch over all ranks and the learning rate dl-train will use.
   Topology topology;

@@ -325,6 +325,10 @@ std::string render_json(const Launch& l) {
   w.key("workers_measured").value(l.plan.workers_measured);
   w.key("threads_measured").value(l.plan.threads_measured);
   json_choice(w, "batch_size", l.plan.batch_size);
+  if (const auto& a = l.plan.accumulation) {
+    w.key("accumulation").begin_object().key("per_rank").value(a->per_rank);
+    w.key("micro_batch").value(a->micro).key("steps").value(a->steps).end_object();
+  }
   // What the plan knew of the data: its training samples (null: unknown) and one input's bytes.
   w.key("data").begin_object().key("samples");
   l.request.samples ? w.value(l.request.samples->value) : w.null();

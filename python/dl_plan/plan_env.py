@@ -22,9 +22,11 @@ DEFAULT_BATCH_SIZE = 64  # dl-launch's default where nothing was searched or giv
 DEFAULT_SEED = 42
 # The plan's values a script may be given, their variables and config keys.
 GIVEN = {"workers": "DL_WORKERS", "threads": "DL_THREADS", "batch_size": "DL_BATCH_SIZE",
+         "micro_batch": "DL_MICRO_BATCH",
          "device": "DL_DEVICE", "precision": "DL_PRECISION", "seed": "DL_SEED",
          "data": "DL_DATA", "run_dir": "DL_RUN_DIR"}
 CONFIG_KEYS = {"DL_WORKERS": "workers", "DL_THREADS": "threads", "DL_BATCH_SIZE": "batch-size",
+               "DL_MICRO_BATCH": "micro-batch",
                "DL_DEVICE": "device", "DL_PRECISION": "precision", "DL_SEED": "seed",
                "DL_DATA": "data"}
 PROBED = {"loader": "DL_WORKERS", "step": "DL_BATCH_SIZE"}
@@ -182,6 +184,41 @@ class Plan:
         """Rank 0: the one process that writes checkpoints, metrics and logs."""
         return self.rank == 0
 
+    @property
+    def accumulation_steps(self):
+        """Micro-batches per optimizer step (1: the batch runs whole)."""
+        return -(-self.batch_size // self.micro_batch)
+
+    def micro_batches(self, *tensors, model=None):
+        """Splits a batch (tensors sharing their first dimension) into the plan's micro-batches:
+        yields (*pieces, weight), weight being the piece's share of the batch, so that the
+        weighted losses' gradients, accumulated by backward(), are the whole batch's mean:
+
+            for x, y, weight in plan.micro_batches(images, labels, model=model):
+                loss = criterion(model(x), y) * weight
+                scaler.scale(loss).backward()
+            scaler.step(optimizer)
+
+        With a DistributedDataParallel `model`, the pieces before the last run under its
+        no_sync(): the ranks average their gradients once a step, not once a piece."""
+        import contextlib
+
+        if not tensors:
+            raise PlanError("micro_batches: expected at least one tensor")
+        n = len(tensors[0])
+        if any(len(t) != n for t in tensors):
+            raise PlanError("micro_batches: expected tensors of the same length, got "
+                            + ", ".join(str(len(t)) for t in tensors))
+        size = max(1, self.micro_batch)
+        starts = list(range(0, n, size))
+        for i, start in enumerate(starts):
+            last = i == len(starts) - 1
+            quiet = (model.no_sync() if model is not None and not last and hasattr(model, "no_sync")
+                     else contextlib.nullcontext())
+            with quiet:
+                pieces = tuple(t[start:start + size] for t in tensors)
+                yield (*pieces, len(pieces[0]) / n)
+
     def describe(self):
         """One line a setting, as dl-launch prints its plan: name, value, where it came from."""
         return "\n".join(f"{name:<17}{str(s.value):<12}({s.source})"
@@ -225,6 +262,11 @@ def read_plan(env=None, given=None):
     s["batch_size"] = (
         Setting(batch, src.get("DL_BATCH_SIZE")[1]) if batch is not None
         else Setting(DEFAULT_BATCH_SIZE, "default: dl-launch's where nothing was searched"))
+    # dl-launch --global-batch: a batch runs in pieces of at most DL_MICRO_BATCH samples.
+    micro = _int(src, "DL_MICRO_BATCH", 0)
+    s["micro_batch"] = (
+        Setting(min(micro, s["batch_size"].value), src.get("DL_MICRO_BATCH")[1]) if micro
+        else Setting(s["batch_size"].value, "default: the whole batch at once"))
     seed = _int(src, "DL_SEED", 0)
     s["seed"] = (Setting(seed, src.get("DL_SEED")[1]) if seed is not None
                  else Setting(DEFAULT_SEED, "default"))

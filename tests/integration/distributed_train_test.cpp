@@ -351,6 +351,41 @@ TEST(DistributedLaunch, TwoNodesOnLoopbackEndWithTheCheckpointOfOneNodeWithTwoRa
   EXPECT_EQ(diff, 0.0);
 }
 
+// --global-batch keeps the recipe: 64 samples per optimizer step as 4 micro-batches of 16 in one
+// rank, and as 2 of 16 in each of two ranks (with --lr-scaling linear, which has no growth of the
+// batch to follow), end where one process at batch 64 without accumulation does. The pieces' sums
+// round differently from the whole batch's: the same bound as between world sizes, same kernels.
+TEST(DistributedLaunch, GlobalBatchInMicroBatchesOnOneAndTwoRanksEndsWhereTheWholeBatchDoes) {
+  if (fashion_mnist_dir().empty()) GTEST_SKIP() << kNoFashion;
+  const std::string data = fashion_subset(2048, 101);
+  TempDir ws;
+  const EnvVars same_kernels = {{"ONEDNN_MAX_CPU_ISA", "SSE41"}};
+  const std::vector<std::string> steps = {"--limit-batches", "20", "--clip-norm", "0"};
+  std::vector<std::string> whole = steps;
+  whole.insert(whole.end(), {"--batch-size", "64"});
+  const Result ref = one_process(ws / "ref", data, whole, same_kernels);
+  ASSERT_EQ(ref.code, 0) << ref.err;
+
+  for (const char* nproc : {"1", "2"}) {
+    std::vector<std::string> args = steps;
+    args.insert(args.end(), {"--global-batch", "64", "--batch-size", "16", "--nproc-per-node",
+                             nproc, "--lr-scaling", "linear", "--name", std::string("g") + nproc});
+    const Result r = run(launch_argv(ws.path(), data, args), same_kernels, kSchedulerVars);
+    ASSERT_EQ(r.code, 0) << rank_zero_lines(r);
+    const std::string pieces = std::string(nproc) == "1" ? "4" : "2";
+    const std::string per_rank = std::string(nproc) == "1" ? "64" : "32";
+    const std::regex logged("batch " + per_rank + " in " + pieces +
+                            " micro-batches of at most 16 \\(gradient accumulation");
+    EXPECT_TRUE(std::regex_search(r.out + r.err, logged))
+        << rank_zero_lines(r);
+    const double diff = relative_difference(ws / ("runs/g" + std::string(nproc) + "/last.pt"),
+                                            ws / "ref/last.pt");
+    std::cout << "--global-batch 64 on " << nproc << " rank(s), micro-batches of 16, vs batch 64 "
+              << "at once, 20 steps: relative difference " << diff << "\n";
+    EXPECT_LE(diff, 1e-5);
+  }
+}
+
 // kill -9 of one rank's dl-train: dl-launch stops the other and exits with 137 and a line naming
 // the rank and its log, within the grace period plus 5 s.
 TEST(DistributedLaunch, AKilledRankEndsTheRunWithItsCodeAndName) {

@@ -111,6 +111,51 @@ class PlanTest(unittest.TestCase):
                 self.assertIn(words, str(raised.exception))
 
 
+class MicroBatchTest(unittest.TestCase):
+    def test_pieces_and_steps_follow_dl_micro_batch(self):
+        p = plan_mod.read_plan({"DL_BATCH_SIZE": "10", "DL_MICRO_BATCH": "4"})
+        self.assertEqual((p.batch_size, p.micro_batch, p.accumulation_steps), (10, 4, 3))
+        self.assertEqual(p.source("micro_batch"), "DL_MICRO_BATCH")
+        x = torch.arange(10.0)
+        pieces = list(p.micro_batches(x, x * 2))
+        self.assertEqual([len(a) for a, _, _ in pieces], [4, 4, 2])
+        self.assertEqual([w for _, _, w in pieces], [0.4, 0.4, 0.2])
+        self.assertTrue(all(torch.equal(b, a * 2) for a, b, _ in pieces))
+        whole = plan_mod.read_plan({"DL_BATCH_SIZE": "10"})
+        self.assertEqual((whole.micro_batch, whole.accumulation_steps), (10, 1))
+        self.assertEqual([w for *_, w in whole.micro_batches(x)], [1.0])
+        with self.assertRaises(plan_mod.PlanError):
+            list(p.micro_batches(x, x[:3]))
+
+    def test_accumulated_gradients_are_the_whole_batchs(self):
+        torch.manual_seed(0)
+        model = torch.nn.Sequential(torch.nn.Linear(5, 7), torch.nn.ReLU(), torch.nn.Linear(7, 3))
+        x, y = torch.randn(10, 5), torch.randint(0, 3, (10,))
+        loss_fn = torch.nn.CrossEntropyLoss()
+        loss_fn(model(x), y).backward()
+        whole = [q.grad.clone() for q in model.parameters()]
+        model.zero_grad()
+        p = plan_mod.read_plan({"DL_BATCH_SIZE": "10", "DL_MICRO_BATCH": "3"})
+        for xb, yb, weight in p.micro_batches(x, y, model=model):
+            (loss_fn(model(xb), yb) * weight).backward()
+        for a, b in zip(whole, (q.grad for q in model.parameters())):
+            torch.testing.assert_close(b, a, rtol=1e-6, atol=1e-7)
+
+    def test_a_ddp_model_syncs_on_the_last_piece_only(self):
+        entered = []
+
+        class FakeDdp:
+            def no_sync(self):
+                import contextlib
+
+                entered.append(True)
+                return contextlib.nullcontext()
+
+        p = plan_mod.read_plan({"DL_BATCH_SIZE": "8", "DL_MICRO_BATCH": "3"})
+        self.assertEqual(len(list(p.micro_batches(torch.zeros(8), model=FakeDdp()))), 3)
+        self.assertEqual(len(entered), 2)
+
+
 class ConfigTest(unittest.TestCase):
     """dl.conf < DL_* < what the script was given < a probe's own value, as dl-launch layers."""
 

@@ -492,12 +492,19 @@ class OptimizedTrainer:
 
     def _step(self, images, labels):
         cfg = self.cfg
-        with self.plan.autocast():
-            logits = self.model(images)
-            loss = self.criterion(logits.float(), labels)
         self.optimizer.zero_grad(set_to_none=True)
-        # A disabled scaler (bf16, fp32) passes everything through: one step for all.
-        self.scaler.scale(loss).backward()
+        # dl-launch --global-batch: the batch in the plan's micro-batches, their weighted losses'
+        # gradients accumulated (one piece of weight 1 otherwise). A disabled scaler (bf16, fp32)
+        # passes everything through: one step for all.
+        outputs, loss = [], 0.0
+        for x, y, weight in self.plan.micro_batches(images, labels, model=self.model):
+            with self.plan.autocast():
+                out = self.model(x)
+                piece = self.criterion(out.float(), y) * weight
+            self.scaler.scale(piece).backward()
+            outputs.append(out.detach())
+            loss = loss + piece.detach()
+        logits = outputs[0] if len(outputs) == 1 else torch.cat(outputs)
         self.scaler.unscale_(self.optimizer)  # clip the true gradients
         if cfg.clip_norm > 0:
             nn.utils.clip_grad_norm_(self.net.parameters(), cfg.clip_norm)

@@ -99,6 +99,8 @@ ParsedArgs parse_train_args(int argc, const char* const argv[]) {
   }
   if (auto v = s.integer("epochs")) c.epochs = static_cast<int>(*v);
   if (auto v = s.integer("batch-size")) c.batch_size = static_cast<int>(*v);
+  if (auto v = s.integer("micro-batch")) c.micro_batch = *v;
+  if (auto v = s.integer("global-batch")) c.global_batch = *v;
   if (auto v = s.real("lr")) c.lr = *v;
   if (auto v = s.real("weight-decay")) c.weight_decay = *v;
   if (auto v = s.real("clip-norm")) c.clip_norm = *v;

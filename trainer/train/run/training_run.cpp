@@ -246,14 +246,18 @@ void agree_on_batch_and_lr(TrainingRun& run) {
                  run.batch_size);
   }
   const double n = run.world.size();
-  const double factor = c.lr_scaling == "linear" ? n : c.lr_scaling == "sqrt" ? std::sqrt(n) : 1.0;
+  const double factor = c.global_batch > 0          ? 1.0
+                        : c.lr_scaling == "linear" ? n
+                        : c.lr_scaling == "sqrt"   ? std::sqrt(n)
+                                                   : 1.0;
   run.base_lr = c.lr * factor;
   if (run.world.size() > 1) {
     spdlog::info(
         "batch {} per rank x {} ranks = {} global; lr {:g} ({})", run.batch_size, run.world.size(),
         static_cast<std::int64_t>(run.batch_size) * run.world.size(), run.base_lr,
-        c.lr_scaling == "none"
-            ? "--lr kept"
+        c.lr_scaling == "none" ? "--lr kept"
+        : c.global_batch > 0
+            ? fmt::format("--lr kept: --global-batch {} keeps each step's batch", c.global_batch)
             : fmt::format("--lr {:g} x {:g}, --lr-scaling {}", c.lr, factor, c.lr_scaling));
   }
 }
@@ -450,8 +454,14 @@ TrainingRun::TrainingRun(const TrainConfig& cfg)
                workers, batch_size, config.epochs);
   spdlog::info("precision {} ({}){}", precision_name(precision.precision), precision.reason,
                scaler->enabled() ? fmt::format(", loss scale {:g}", scaler->current_scale()) : "");
+  const MicroBatching micro(config.micro_batch < batch_size ? config.micro_batch : 0);
+  if (micro.limit() > 0) {
+    spdlog::info(
+        "batch {} in {} micro-batches of at most {} (gradient accumulation, --micro-batch)",
+        batch_size, micro.split(batch_size).size(), micro.limit());
+  }
   runner = std::make_unique<StepRunner>(*net, *optimizer, params, *scaler, precision.precision,
-                                        device, config.clip_norm);
+                                        device, config.clip_norm, micro);
   if (world.group() != nullptr) attach_distributed_step(*this);
   make_loaders(*this, workers);
   if (world.writes() && config.checkpoint_every.enabled()) {
