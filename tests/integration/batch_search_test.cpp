@@ -1,5 +1,5 @@
 // End to end on the CPU: dl-train's probe mode (one JSON line, out-of-memory caught and reported,
-// bad input refused as in training), and dl-launch's batch-size search with a --memory-budget over
+// bad input refused as in training, a validation forward's memory in its peak), and dl-launch's batch-size search with a --memory-budget over
 // the small CNN on Fashion-MNIST: the chosen batch fits the budget, the next multiple of 8 does
 // not (measured again here), few probes, the answer cached in the workspace for the next start,
 // a dry run that reads the cache, and --retune that probes again (a dry run's answer is cached
@@ -25,6 +25,7 @@
 #include "support/files.h"
 #include "support/matchers.h"
 #include "support/process.h"
+#include "support/python.h"
 #include "support/temp_dir.h"
 
 namespace dl::test {
@@ -106,6 +107,51 @@ TEST(ProbeMode, OutOfMemoryIsCaughtAndReported) {
   EXPECT_TRUE(j.get_bool("out_of_memory", false)) << show(r);
   EXPECT_FALSE(j.get_bool("fits", true));
   EXPECT_EQ(j.get_string("error", "?"), "");
+}
+
+// A model whose evaluation takes more memory than its training step (here 4 MiB a sample in eval
+// mode only, as a test-time augmentation or a large evaluation head would): the probe runs a
+// validation forward after its training steps, so the peak it reports, and the batch the search
+// picks from it, covers the first validation too.
+constexpr const char* kEvalHeavyNet = R"(import sys
+import torch
+import torch.nn as nn
+
+
+class Net(nn.Module):
+    def __init__(self, eval_mib: int):
+        super().__init__()
+        self.fc = nn.Linear(28 * 28, 10)
+        self.eval_mib = eval_mib
+
+    def forward(self, x):
+        out = self.fc(torch.flatten(x, 1))
+        if not self.training and self.eval_mib > 0:
+            big = torch.ones(x.size(0), self.eval_mib * 262144)
+            out = out + big.sum(1, keepdim=True) * 0
+        return out
+
+
+torch.jit.script(Net(int(sys.argv[2]))).save(sys.argv[1])
+)";
+
+TEST(ProbeMode, AnEvaluationHeavierThanTrainingIsInThePeak) {
+  if (fashion_mnist_dir().empty()) GTEST_SKIP() << kNoFashion;
+  if (!kPythonHasTorch) GTEST_SKIP() << kNoTorch;
+  TempDir ws;
+  write_file(ws / "net.py", kEvalHeavyNet);
+  ASSERT_EQ(run({kPython, ws / "net.py", ws / "light.pt", "0"}).code, 0);
+  ASSERT_EQ(run({kPython, ws / "net.py", ws / "heavy.pt", "4"}).code, 0);
+  const auto peak = [&](const std::string& model) {
+    const Result r = probe(ws.path(), 64, kOneThread, {"--model", model});
+    EXPECT_EQ(r.code, 0) << show(r);
+    return probe_json(r).get_u64("peak_bytes", 0);
+  };
+  const std::uint64_t light = peak(ws / "light.pt");
+  const std::uint64_t heavy = peak(ws / "heavy.pt");
+  std::cout << "batch 64: peak " << light / MiB << " MiB, with 256 MiB more in evaluation "
+            << heavy / MiB << " MiB\n";
+  EXPECT_GE(heavy, light + 200 * MiB) << "the validation forward's memory is not in the peak";
 }
 
 TEST(ProbeMode, BadInputExitsAsTrainingWould) {
