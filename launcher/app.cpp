@@ -28,6 +28,7 @@
 #include "core/dir_fd.h"
 #include "core/errors.h"
 #include "core/files.h"
+#include "core/ports.h"
 #include "core/probe.h"
 #include "core/run_as.h"
 #include "core/run_lock.h"
@@ -44,7 +45,6 @@
 #include "launcher/launch.h"
 #include "launcher/options.h"
 #include "launcher/plan.h"
-#include "core/ports.h"
 #include "launcher/program_kind.h"
 #include "launcher/rank_supervisor.h"
 #include "launcher/report.h"
@@ -190,7 +190,7 @@ TuneRequest batch_tune_request(const LaunchOptions& opts, const Launch& l) {
   const Choice<std::uint64_t> budget = batch_search_budget(l.facts, l.request, l.plan.device.value);
   t.search.budget_bytes = budget.value;
   t.search.objective = l.request.batch_objective.value == "largest" ? BatchObjective::kLargest
-                                                                   : BatchObjective::kFastest;
+                                                                    : BatchObjective::kFastest;
   t.budget_reason = budget.reason;
   if (l.request.samples && l.request.samples->value > 0) {
     t.search.max_batch = l.request.samples->value;

@@ -1,9 +1,9 @@
 // End to end on the CPU: dl-train's probe mode (one JSON line, out-of-memory caught and reported,
-// bad input refused as in training, a validation forward's memory in its peak), and dl-launch's batch-size search with a --memory-budget over
-// the small CNN on Fashion-MNIST: the chosen batch fits the budget, the next multiple of 8 does
-// not (measured again here), few probes, the answer cached in the workspace for the next start,
-// a dry run that reads the cache, and --retune that probes again (a dry run's answer is cached
-// too).
+// bad input refused as in training, a validation forward's memory in its peak), and dl-launch's
+// batch-size search with a --memory-budget over the small CNN on Fashion-MNIST: the chosen batch
+// fits the budget, the next multiple of 8 does not (measured again here), few probes, the answer
+// cached in the workspace for the next start, a dry run that reads the cache, and --retune that
+// probes again (a dry run's answer is cached too).
 //
 // The budget is the peak of a probe at batch 8 plus 60 MiB: measured on the machine running the
 // test (LibTorch's own resident size differs between builds and machines), and large enough for a

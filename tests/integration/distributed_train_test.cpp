@@ -376,10 +376,9 @@ TEST(DistributedLaunch, GlobalBatchInMicroBatchesOnOneAndTwoRanksEndsWhereTheWho
     const std::string per_rank = std::string(nproc) == "1" ? "64" : "32";
     const std::regex logged("batch " + per_rank + " in " + pieces +
                             " micro-batches of at most 16 \\(gradient accumulation");
-    EXPECT_TRUE(std::regex_search(r.out + r.err, logged))
-        << rank_zero_lines(r);
-    const double diff = relative_difference(ws / ("runs/g" + std::string(nproc) + "/last.pt"),
-                                            ws / "ref/last.pt");
+    EXPECT_TRUE(std::regex_search(r.out + r.err, logged)) << rank_zero_lines(r);
+    const double diff =
+        relative_difference(ws / ("runs/g" + std::string(nproc) + "/last.pt"), ws / "ref/last.pt");
     std::cout << "--global-batch 64 on " << nproc << " rank(s), micro-batches of 16, vs batch 64 "
               << "at once, 20 steps: relative difference " << diff << "\n";
     EXPECT_LE(diff, 1e-5);

@@ -63,7 +63,8 @@ TEST(GlobalBatchSplit, UnevenShareIsRefused) {
 }
 
 TEST(GlobalBatchSplit, Described) {
-  EXPECT_EQ(describe(split_global_batch(256, 2, 64), 2), "2 micro-batches of 64 per rank x 2 ranks");
+  EXPECT_EQ(describe(split_global_batch(256, 2, 64), 2),
+            "2 micro-batches of 64 per rank x 2 ranks");
   EXPECT_EQ(describe(split_global_batch(64, 1, 64), 1), "64 per rank x 1 rank");
 }
 
@@ -84,7 +85,8 @@ TEST(PlanGlobalBatch, KeepsTheRecipesBatchAcrossRanks) {
   EXPECT_EQ(one.accumulation->steps, 4);
   EXPECT_EQ(one.global_batch.value, 256);
   EXPECT_TRUE(contains(one.batch_size.reason, "--global-batch 256")) << one.batch_size.reason;
-  EXPECT_TRUE(contains(one.global_batch.reason, "4 micro-batches of 64")) << one.global_batch.reason;
+  EXPECT_TRUE(contains(one.global_batch.reason, "4 micro-batches of 64"))
+      << one.global_batch.reason;
 
   const Plan two = make_plan(cpu_machine(4), global_request(256, 64, "2"));
   ASSERT_TRUE(two.accumulation);

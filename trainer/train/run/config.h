@@ -19,7 +19,8 @@ struct TrainConfig {
   // Pieces of each batch with accumulated gradients (0: whole batches): --global-batch's share of
   // a rank in micro-batches that fit (amp/micro_batch.h, the out-of-memory back-off's mechanism).
   std::int64_t micro_batch = 0;
-  // dl-launch --global-batch: the batch per optimizer step the plan keeps over the ranks (0: unset);
+  // dl-launch --global-batch: the batch per optimizer step the plan keeps over the ranks (0:
+  // unset);
   // --lr-scaling then has no growth of the batch to follow.
   std::int64_t global_batch = 0;
   double lr = 1e-3;

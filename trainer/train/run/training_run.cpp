@@ -246,7 +246,7 @@ void agree_on_batch_and_lr(TrainingRun& run) {
                  run.batch_size);
   }
   const double n = run.world.size();
-  const double factor = c.global_batch > 0          ? 1.0
+  const double factor = c.global_batch > 0         ? 1.0
                         : c.lr_scaling == "linear" ? n
                         : c.lr_scaling == "sqrt"   ? std::sqrt(n)
                                                    : 1.0;
