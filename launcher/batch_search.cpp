@@ -355,8 +355,8 @@ BatchChoice choose_batch(const std::vector<ProbeResult>& trials, std::uint64_t b
       chosen_rate = samples_per_second(t);
     }
   }
-  const std::string within = "within " + percent_text(tolerance) + " of the best rate (" + best +
-                             ")";
+  const std::string within =
+      "within " + percent_text(tolerance) + " of the best rate (" + best + ")";
   if (c.batch == c.largest) {
     c.why = "the largest that fits, " + rate_text(chosen_rate) +
             (c.fastest == c.batch ? ", the best rate measured" : ", " + within);

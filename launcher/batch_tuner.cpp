@@ -38,8 +38,8 @@ BatchSearchRecord tune_batch_size(TuneRequest request) {
   }
 
   spdlog::info("batch-size search: the {} batch within {} ({}){}",
-               objective_name(request.search.objective),
-               format_bytes(request.search.budget_bytes), request.budget_reason,
+               objective_name(request.search.objective), format_bytes(request.search.budget_bytes),
+               request.budget_reason,
                request.search.max_batch > 0
                    ? ", at most " + std::to_string(request.search.max_batch) + " (the data set)"
                    : std::string());

@@ -157,6 +157,17 @@ void read_sizes(const settings::Layers& s, Request* r) {
   if (auto g = s.integer("global-batch")) {
     r->global_batch =
         Sourced<std::int64_t>{static_cast<std::int64_t>(*g), s.source("global-batch")};
+    // One source for the pieces: the plan's, from the batch size (searched or given).
+    const auto micro = s.integer("micro-batch");
+    if (micro && *micro > 0) {
+      throw UserError(exit_code::kUsage,
+                      s.source("micro-batch") + " " + std::to_string(*micro) + " and " +
+                          s.source("global-batch") +
+                          " both set the pieces a batch runs in: --global-batch takes them from "
+                          "the batch size; expected --batch-size " +
+                          std::to_string(*micro) + " instead, for pieces of at most " +
+                          std::to_string(*micro));
+    }
   }
   if (s.has("memory-budget")) {
     const auto bytes = parse_memory_size(s.get("memory-budget"));

@@ -346,17 +346,18 @@ void plan_accumulation(const Request& req, Plan* plan) {
   } catch (const std::invalid_argument& e) {
     throw UserError(exit_code::kUsage, g.source + " " + std::to_string(g.value) + ": " + e.what());
   }
-  const std::string at_once = "at most " + std::to_string(plan->batch_size.value) + " at once (" +
-                              plan->batch_size.reason + ")";
+  const std::string cap = "the batch size " + std::to_string(plan->batch_size.value) +
+                          " caps a micro-batch: " + plan->batch_size.reason;
   plan->batch_size = {static_cast<int>(a.per_rank), "a rank's share of " + named_global_batch(req) +
-                                                        ": " + describe(a, world) + ", " + at_once};
+                                                        ": " + describe(a, world) + " (" + cap +
+                                                        ")"};
   plan->accumulation = a;
   if (!req.default_program && a.steps > 1) {
     plan->warnings.push_back(
-        "--global-batch: the program after -- must run each batch of DL_BATCH_SIZE=" +
-        std::to_string(a.per_rank) +
-        " in pieces of at most DL_MICRO_BATCH=" + std::to_string(a.micro) +
-        ", accumulating their gradients (dl_plan: " + "plan.micro_batches, docs/python.md)");
+        "--global-batch: the program after -- is handed batches of DL_BATCH_SIZE=" +
+        std::to_string(a.per_rank) + " and DL_MICRO_BATCH=" + std::to_string(a.micro) +
+        ", the most to run at once; it keeps the recipe only if it splits its batches so "
+        "(dl_plan: plan.micro_batches, docs/python.md)");
   }
 }
 

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "core/probe.h"
-#include "launcher/accumulation.h"
+#include "core/accumulation.h"
 #include "launcher/batch_search.h"
 #include "launcher/sourced.h"
 #include "launcher/topology.h"

@@ -766,6 +766,9 @@ def show_plan(plan):
         pass
     for key in ("device", "precision", "workers", "threads", "batch_size"):
         log(f"plan: {key} {getattr(plan, key)} ({reasons.get(key) or plan.source(key)})")
+    if plan.accumulation_steps > 1:
+        log(f"plan: batch {plan.batch_size} in {plan.accumulation_steps} micro-batches of at most "
+            f"{plan.micro_batch} (gradient accumulation, {plan.source('micro_batch')})")
 
 
 def main():

@@ -5,8 +5,8 @@
 #include <map>
 #include <stdexcept>
 
+#include "core/accumulation.h"
 #include "core/errors.h"
-#include "launcher/accumulation.h"
 #include "launcher/launch.h"
 #include "launcher/plan.h"
 #include "support/matchers.h"
@@ -64,8 +64,9 @@ TEST(GlobalBatchSplit, UnevenShareIsRefused) {
 
 TEST(GlobalBatchSplit, Described) {
   EXPECT_EQ(describe(split_global_batch(256, 2, 64), 2),
-            "2 micro-batches of 64 per rank x 2 ranks");
-  EXPECT_EQ(describe(split_global_batch(64, 1, 64), 1), "64 per rank x 1 rank");
+            "128 per rank x 2 ranks, in 2 micro-batches of at most 64");
+  EXPECT_EQ(describe(split_global_batch(101, 1, 64), 1), "101 in 2 micro-batches of at most 51");
+  EXPECT_EQ(describe(split_global_batch(64, 1, 64), 1), "64 at once");
 }
 
 Request global_request(std::int64_t global, int batch, const std::string& nproc = "1") {
@@ -85,7 +86,7 @@ TEST(PlanGlobalBatch, KeepsTheRecipesBatchAcrossRanks) {
   EXPECT_EQ(one.accumulation->steps, 4);
   EXPECT_EQ(one.global_batch.value, 256);
   EXPECT_TRUE(contains(one.batch_size.reason, "--global-batch 256")) << one.batch_size.reason;
-  EXPECT_TRUE(contains(one.global_batch.reason, "4 micro-batches of 64"))
+  EXPECT_TRUE(contains(one.global_batch.reason, "4 micro-batches of at most 64"))
       << one.global_batch.reason;
 
   const Plan two = make_plan(cpu_machine(4), global_request(256, 64, "2"));

@@ -112,6 +112,22 @@ TEST_F(OptionsTest, AutoMeansDerive) {
   EXPECT_FALSE(parse({"--threads", "auto"}).request.threads);
 }
 
+TEST_F(OptionsTest, GlobalBatchFromEveryFormAndMicroBatchBesideItRefused) {
+  EXPECT_EQ(parse({"--global-batch", "256"}).request.global_batch->value, 256);
+  EXPECT_EQ(parse({"--global-batch=256"}).request.global_batch->source, "--global-batch");
+  env("DL_GLOBAL_BATCH", "128");
+  EXPECT_EQ(parse({}).request.global_batch->source, "DL_GLOBAL_BATCH");
+  const UserError both = parse_error({"--global-batch", "64", "--micro-batch", "8"});
+  EXPECT_EQ(both.code(), exit_code::kUsage);
+  EXPECT_NE(std::string(both.what()).find("--micro-batch 8 and --global-batch"), std::string::npos)
+      << both.what();
+  EXPECT_NE(std::string(both.what()).find("--batch-size 8"), std::string::npos) << both.what();
+  config("micro-batch = 16\n");
+  const UserError conf = parse_error({"--global-batch", "64"});
+  EXPECT_NE(std::string(conf.what()).find("dl.conf:1: micro-batch 16"), std::string::npos)
+      << conf.what();
+}
+
 TEST_F(OptionsTest, CommandAfterDoubleDash) {
   const LaunchOptions o = parse({"--workers", "2", "--", "python3", "train.py", "--workers", "9"});
   EXPECT_EQ(o.command, (std::vector<std::string>{"python3", "train.py", "--workers", "9"}));

@@ -18,6 +18,7 @@
 #include <limits>
 #include <stdexcept>
 
+#include "core/accumulation.h"
 #include "core/checkpoint_note.h"
 #include "core/dir_fd.h"
 #include "core/errors.h"
@@ -245,6 +246,27 @@ void agree_on_batch_and_lr(TrainingRun& run) {
     spdlog::warn("batch {} lowered to {}, the smallest of any rank's", c.batch_size,
                  run.batch_size);
   }
+  run.micro_batch = c.micro_batch;
+  if (c.global_batch > 0) {
+    // dl-launch hands over a rank's share as the batch size and its pieces as --micro-batch; on
+    // its own, dl-train splits the same way, the batch size capping a piece.
+    const std::int64_t cap = c.micro_batch > 0 && c.micro_batch < run.batch_size
+                                 ? c.micro_batch
+                                 : static_cast<std::int64_t>(run.batch_size);
+    Accumulation a;
+    try {
+      a = split_global_batch(c.global_batch, run.world.size(), cap);
+    } catch (const std::invalid_argument& e) {
+      throw UserError(exit_code::kUsage,
+                      "--global-batch " + std::to_string(c.global_batch) + ": " + e.what());
+    }
+    if (a.per_rank != run.batch_size) {
+      spdlog::info("--global-batch {}: {} (batch size {} caps a micro-batch)", c.global_batch,
+                   describe(a, run.world.size()), run.batch_size);
+      run.batch_size = static_cast<int>(a.per_rank);
+      run.micro_batch = a.steps > 1 ? a.micro : 0;
+    }
+  }
   const double n = run.world.size();
   const double factor = c.global_batch > 0         ? 1.0
                         : c.lr_scaling == "linear" ? n
@@ -454,7 +476,7 @@ TrainingRun::TrainingRun(const TrainConfig& cfg)
                workers, batch_size, config.epochs);
   spdlog::info("precision {} ({}){}", precision_name(precision.precision), precision.reason,
                scaler->enabled() ? fmt::format(", loss scale {:g}", scaler->current_scale()) : "");
-  const MicroBatching micro(config.micro_batch < batch_size ? config.micro_batch : 0);
+  const MicroBatching micro(micro_batch < batch_size ? micro_batch : 0);
   if (micro.limit() > 0) {
     spdlog::info(
         "batch {} in {} micro-batches of at most {} (gradient accumulation, --micro-batch)",

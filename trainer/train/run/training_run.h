@@ -75,9 +75,10 @@ struct TrainingRun {
   std::unique_ptr<LiveReport> report;         // rank 0's report.html
   std::unique_ptr<Monitor> monitor;           // stopped first (~TrainingRun): it writes `events`
   int batch_size = 0;                         // per rank: the smallest --batch-size of any rank
-  double base_lr = 0;                         // --lr, scaled by --lr-scaling over the ranks
-  std::int64_t batches_per_epoch = 0;         // --limit-batches, or the loader's full epoch
-  bool terminal = false;                      // stdout is a terminal: a redrawn progress bar
+  std::int64_t micro_batch = 0;        // --micro-batch, or --global-batch's pieces (0: whole)
+  double base_lr = 0;                  // --lr, scaled by --lr-scaling over the ranks
+  std::int64_t batches_per_epoch = 0;  // --limit-batches, or the loader's full epoch
+  bool terminal = false;               // stdout is a terminal: a redrawn progress bar
   std::string last_path, best_path;
   std::optional<RunLock> run_lock;  // rank 0's: one live run per run directory
   CheckpointWriter writer;          // rank 0's checkpoints between epoch ends (--checkpoint-every)

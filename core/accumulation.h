@@ -1,7 +1,7 @@
 // --global-batch: the recipe's batch per optimizer step, kept whatever the hardware. Each rank
 // takes an equal share and steps through it in micro-batches no larger than the batch that fits
 // (searched or given), accumulating their gradients: the fewest micro-batches, then the most even
-// ones. A pure function, so the plan and its tests share it.
+// ones. A pure function: dl-launch's plan and dl-train on its own split alike.
 #pragma once
 
 #include <cstdint>
@@ -20,7 +20,7 @@ struct Accumulation {
 // takes an equal share, as DistributedSampler's batches do).
 Accumulation split_global_batch(std::int64_t global, int world, std::int64_t fits);
 
-// "2 micro-batches of 128 per rank x 2 ranks" or "128 per rank x 2 ranks".
+// "256 per rank x 2 ranks, in 2 micro-batches of at most 128", "256 at once".
 std::string describe(const Accumulation& a, int world);
 
 }  // namespace dl

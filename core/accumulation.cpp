@@ -1,5 +1,5 @@
 // The global batch's split over ranks and micro-batches (accumulation.h).
-#include "launcher/accumulation.h"
+#include "core/accumulation.h"
 
 #include <algorithm>
 #include <stdexcept>
@@ -22,10 +22,11 @@ Accumulation split_global_batch(std::int64_t global, int world, std::int64_t fit
 }
 
 std::string describe(const Accumulation& a, int world) {
-  std::string s = a.steps > 1 ? std::to_string(a.steps) + " micro-batches of " +
-                                    std::to_string(a.micro) + " per rank"
-                              : std::to_string(a.per_rank) + " per rank";
-  return s + " x " + std::to_string(world) + (world == 1 ? " rank" : " ranks");
+  std::string s = std::to_string(a.per_rank);
+  if (world > 1) s += " per rank x " + std::to_string(world) + " ranks,";
+  return s + (a.steps > 1 ? " in " + std::to_string(a.steps) + " micro-batches of at most " +
+                                std::to_string(a.micro)
+                          : " at once");
 }
 
 }  // namespace dl
