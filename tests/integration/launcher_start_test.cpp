@@ -73,7 +73,10 @@ std::string form_value(const std::string& key, const std::string& ws, const std:
                                                           {"resume", "false"},
                                                           {"run-as-owner", "false"},
                                                           {"device", "cpu"},
-                                                          {"dist-backend", "gloo"}};
+                                                          {"dist-backend", "gloo"},
+                                                          // --global-batch refuses pieces given
+                                                          // beside it; 0 (whole batches) passes.
+                                                          {"micro-batch", "0"}};
   if (key == "workspace") return ws;
   if (key == "data") return data;
   if (const auto it = real.find(key); it != real.end()) return it->second;
