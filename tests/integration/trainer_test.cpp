@@ -721,7 +721,10 @@ TEST(TrainerConcurrency, ASecondRunWithTheSameNameIsRefusedNamingTheFirst) {
   Process first(in_directory(ws.path(), train_argv({"--data", data, "--epochs", "5", "--log-every",
                                                     "20", "--name", "same"})));
   ASSERT_TRUE(wait_for_output(first, " batch 20/", kRunTimeout)) << first.out();
-  const Result second = train(ws.path(), {"--data", data, "--epochs", "1", "--name", "same"});
+  // --overwrite: the first run may have saved its first epoch's checkpoints already (a fast
+  // build finishes the mini set's epoch soon after batch 20), and a live run is refused even so.
+  const Result second =
+      train(ws.path(), {"--data", data, "--epochs", "1", "--name", "same", "--overwrite"});
   EXPECT_EQ(second.code, 74) << show(second);
   EXPECT_TRUE(contains(second.out + second.err,
                        "runs/same is in use by PID " + std::to_string(first.pid())))
@@ -729,8 +732,8 @@ TEST(TrainerConcurrency, ASecondRunWithTheSameNameIsRefusedNamingTheFirst) {
   // The lock dies with its holder, kill -9 included: the name is free again at once.
   first.send_signal(SIGKILL);
   first.wait(kRunTimeout);
-  const Result third =
-      train(ws.path(), {"--data", data, "--epochs", "1", "--limit-batches", "2", "--name", "same"});
+  const Result third = train(ws.path(), {"--data", data, "--epochs", "1", "--limit-batches", "2",
+                                         "--name", "same", "--overwrite"});
   EXPECT_EQ(third.code, 0) << show(third);
 }
 
