@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "core/probe.h"
 #include "core/accumulation.h"
+#include "core/probe.h"
 #include "launcher/batch_search.h"
 #include "launcher/sourced.h"
 #include "launcher/topology.h"
