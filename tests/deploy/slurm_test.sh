@@ -113,9 +113,12 @@ sinfo
 
 ws=$work/ws
 mkdir -p "$ws/data"
-"$python" "$repo/bench/fashion_subset.py" "$fashion" "$ws/data" 1024 200
+# Epochs of 400 batches (about 3 s each here): scancel's signal takes a second or two to reach
+# dl-train, and a 40-batch epoch could end before it did (stop 43's CI: the signal landed at the
+# epoch's boundary).
+"$python" "$repo/bench/fashion_subset.py" "$fashion" "$ws/data" 6400 200
 export PATH=$launcher_dir:$trainer_dir:$PATH
-train_args=(--data data --device cpu --epochs 2 --limit-batches 40 --batch-size 16 --threads 1
+train_args=(--data data --device cpu --epochs 2 --limit-batches 400 --batch-size 16 --threads 1
   --workers 0 --monitor-every 0 --log-every 1 --seed 5 --checkpoint-every 0)
 
 step "the same run never interrupted (dl-launch, no Slurm)"
@@ -129,7 +132,7 @@ job=$(cd "$ws" && IMAGE=none WORKSPACE=$ws sbatch --parsable --nodes=1 --ntasks-
   --gpus-per-node=0 --cpus-per-task="$(nproc)" --time=30 --output="$out" \
   "$repo/deploy/slurm/train.sbatch" "${train_args[@]}")
 echo "sbatch: job $job"
-in_epoch() { grep -q "epoch 1/2 batch 10/40" "$out" 2>/dev/null; }
+in_epoch() { grep -q "epoch 1/2 batch 10/400" "$out" 2>/dev/null; }
 wait_until "job $job to train 10 batches" 120 in_epoch
 scancel --signal=TERM "$job"
 echo "scancel --signal=TERM $job"
@@ -137,8 +140,10 @@ job_ended() { case "$(job_field JobState)" in COMPLETED | FAILED | CANCELLED | T
 wait_until "job $job to end after the signal" 120 job_ended
 echo "job $job: JobState=$(job_field JobState) ExitCode=$(job_field ExitCode)"
 [ "$(job_field ExitCode)" = "143:0" ] || fail "the stopped job's exit code is $(job_field ExitCode), expected 143:0 (dl-launch's after SIGTERM)"
-saved=$(sed -n 's/.*Terminated received in epoch 1 after [0-9]* of 40 batches (step \([0-9]*\)): saved.*/\1/p' "$out" | head -1)
+# "Terminated received in epoch E after B of 400 batches (step S): saved ..." -> "E B S"
+read -r epoch after saved < <(sed -n 's/.*Terminated received in epoch \([0-9]*\) after \([0-9]*\) of 400 batches (step \([0-9]*\)): saved.*/\1 \2 \3/p' "$out" | head -1) || true
 [ -n "$saved" ] || fail "dl-train did not say it saved last.pt at a step: $(tail -n 5 "$out")"
+[ "$after" -gt 0 ] || fail "the signal reached dl-train at an epoch's boundary, not inside one: $(tail -n 5 "$out")"
 run=$ws/runs/slurm-$job.0
 [ -f "$run/last.pt" ] || fail "no $run/last.pt"
 grep "Terminated received" "$out" | head -2
@@ -150,7 +155,7 @@ wait_until "the requeued job $job to end" 300 requeued
 echo "job $job: JobState=$(job_field JobState) ExitCode=$(job_field ExitCode) Restarts=$(job_field Restarts)"
 [ "$(job_field JobState)" = COMPLETED ] || fail "the requeued job ended $(job_field JobState) $(job_field ExitCode): $(tail -n 5 "$out")"
 grep -q "continuing runs/slurm-$job.0 from its last.pt" "$out" || fail "train.sbatch did not continue the run"
-grep -q "inside epoch 1 at step $saved .*the epoch goes on at batch $((saved + 1))," "$out" ||
+grep -q "inside epoch $epoch at step $saved .*the epoch goes on at batch $((after + 1))," "$out" ||
   fail "dl-train did not go on at step $((saved + 1)): $(grep 'resumed from' "$out")"
 grep -E "started again|resumed from|done:" "$out" | sed 's/^\[[0-9:]*\] //'
 
@@ -158,7 +163,7 @@ step "3. the weights against the uninterrupted run's"
 "$python" - "$run/last.pt" "$ws/runs/ref/last.pt" <<'PY' || fail "the weights differ from the uninterrupted run's"
 import sys, torch
 a, b = (torch.load(p, map_location="cpu") for p in sys.argv[1:3])
-assert a["extra"]["global_step"] == b["extra"]["global_step"] == 80, (a["extra"]["global_step"], b["extra"]["global_step"])
+assert a["extra"]["global_step"] == b["extra"]["global_step"] == 800, (a["extra"]["global_step"], b["extra"]["global_step"])
 diff = [k for k in b["model_state_dict"] if not torch.equal(a["model_state_dict"][k], b["model_state_dict"][k])]
 print(f"{len(b['model_state_dict'])} tensors, step {a['extra']['global_step']}: "
       f"{'all equal' if not diff else 'different: ' + ', '.join(diff)}")
