@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The fuzz harnesses run longer than the test suite's Fuzz.ShortRun (15 s each): every harness, or
 # the ones named, for SECONDS each (default 600), one after the other on a copy of its seed corpus.
-# Prints the table (harness, executions, seconds, exec/s, crashes, result) and, for a finding, its
+# Prints the table (harness, executions, seconds, exec/s, coverage, crashes, result) and, for a finding, its
 # saved input and the command that reproduces it; bench/RESULTS.md keeps the latest table.
 #
 #   bench/fuzz.sh [SECONDS] [HARNESS...]      e.g. bench/fuzz.sh 180, bench/fuzz.sh 60 json

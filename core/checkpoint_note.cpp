@@ -12,6 +12,9 @@ namespace dl {
 namespace {
 
 constexpr std::size_t kMaxNoteBytes = 4096;
+// Counts beyond 2^53 are not a run's (and JSON readers lose integers past it); the bound also
+// keeps "epoch epochs_done + 1" from overflowing.
+constexpr std::int64_t kMaxCount = (std::int64_t{1} << 53) - 1;
 
 }  // namespace
 
@@ -34,7 +37,7 @@ std::optional<CheckpointNote> parse_checkpoint_note(const std::string& text) {
     const JsonValue* v = json->find(key);
     if (v == nullptr) return std::nullopt;
     const auto n = v->as_i64();
-    if (!n || *n < 0) return std::nullopt;
+    if (!n || *n < 0 || *n > kMaxCount) return std::nullopt;
     return n;
   };
   const auto step = whole("step");

@@ -17,7 +17,8 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 cache=${DL_FUZZ_CACHE:-/var/cache/dl-tools/fuzz-build}
 seconds=15
 harnesses=()
-all_harnesses=(idx cifar csv_manifest json settings jpeg_region checkpoint state_pickle zip_scan)
+all_harnesses=(idx cifar csv_manifest json settings jpeg_region checkpoint state_pickle zip_scan
+  tar_listing image_header shard_list aws_config hostlist checkpoint_note metrics_csv probe_output)
 
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -81,10 +82,11 @@ fi
 work=$(mktemp -d "$cache/run.XXXXXX")
 # One table row: harness, executions, seconds, executions per second, crashes, result. libFuzzer
 # stops at its first finding, so a harness reports 0 or 1.
+# The coverage column is libFuzzer's last "cov:" figure: the instrumented edges the inputs reached.
 row() {
   local rate=-
   [[ "$2" =~ ^[0-9]+$ && "$3" -gt 0 ]] && rate=$(($2 / $3))
-  printf '| %-13s | %10s | %7s | %7s | %7s | %s |' "$1" "$2" "$3" "$rate" "$4" "$5"
+  printf '| %-15s | %10s | %7s | %7s | %8s | %7s | %s |' "$1" "$2" "$3" "$rate" "$6" "$4" "$5"
 }
 findings=0
 rows=()
@@ -93,7 +95,7 @@ for h in "${harnesses[@]}"; do
   binary=$build/tests/fuzz/${h}_fuzz
   if [ ! -x "$binary" ]; then
     # Not built here: the checkpoint harness needs LibTorch, the data ones the trainer's data layer.
-    rows+=("$(row "$h" - - - "not built (LibTorch or the data layer missing)")")
+    rows+=("$(row "$h" - - - "not built (LibTorch or the data layer missing)" -)")
     continue
   fi
   mkdir -p "$work/$h/corpus" "$work/$h/artifacts"
@@ -106,10 +108,11 @@ for h in "${harnesses[@]}"; do
     "$work/$h/corpus" >"$work/$h/log" 2>&1) || rc=$?
   elapsed=$((SECONDS - run_started))
   execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$work/$h/log" | tail -1)
+  cov=$(grep -oE 'cov: [0-9]+' "$work/$h/log" | tail -1 | cut -d' ' -f2)
   # slow-unit-* inputs (over 10 s, libFuzzer's note) are not findings; -timeout's are.
   artifact=$(find "$work/$h/artifacts" -type f ! -name 'slow-unit-*' | head -1)
   if [ "$rc" -eq 0 ] && [ -z "$artifact" ]; then
-    rows+=("$(row "$h" "${execs:-?}" "$elapsed" 0 "no finding")")
+    rows+=("$(row "$h" "${execs:-?}" "$elapsed" 0 "no finding" "${cov:-?}")")
     continue
   fi
   findings=$((findings + 1))
@@ -123,11 +126,11 @@ for h in "${harnesses[@]}"; do
     kept="(no input saved; exit $rc)"
     repro+=("$h: $what (exit $rc, no input saved; the log's end follows)" "$(tail -15 "$work/$h/log")")
   fi
-  rows+=("$(row "$h" "${execs:-?}" "$elapsed" 1 "FINDING: $kept")")
+  rows+=("$(row "$h" "${execs:-?}" "$elapsed" 1 "FINDING: $kept" "${cov:-?}")")
 done
 
-echo "| harness       | executions | seconds |  exec/s | crashes | result |"
-echo "|---------------|-----------:|--------:|--------:|--------:|--------|"
+echo "| harness         | executions | seconds |  exec/s | coverage | crashes | result |"
+echo "|-----------------|-----------:|--------:|--------:|---------:|--------:|--------|"
 printf '%s\n' "${rows[@]}"
 if [ "$findings" -gt 0 ]; then
   echo

@@ -251,6 +251,191 @@ def zip_scan():
     write("zip_scan", "deflated", rezipped(state, zipfile.ZIP_DEFLATED))
     write("zip_scan", "stored-zip64-extra", rezipped(state, zipfile.ZIP_STORED, force_zip64=True))
     write("zip_scan", "empty-archive", b"PK\x05\x06" + bytes(18))
+    stored = rezipped(state, zipfile.ZIP_STORED)
+    write("zip_scan", "stored-zip64-central-sizes", with_zip64_central_sizes(stored))
+
+
+# --- zip64 sizes in the central directory: a stored entry whose record says 0xFFFFFFFF and whose
+# zip64 extra field holds the real sizes (miniz skips its own size check for these) ------------
+def with_zip64_central_sizes(data):
+    end = data.rindex(b"PK\x05\x06")
+    count, cd_size, cd_offset = struct.unpack_from("<HII", data, end + 10)
+    at, entries = cd_offset, []
+    for _ in range(count):
+        (csize, usize, name_len, extra_len, comment_len) = struct.unpack_from("<IIHHH", data, at + 20)
+        head = bytearray(data[at:at + 46])
+        name = data[at + 46:at + 46 + name_len]
+        extra = data[at + 46 + name_len:at + 46 + name_len + extra_len]
+        comment = data[at + 46 + name_len + extra_len:at + 46 + name_len + extra_len + comment_len]
+        zip64 = struct.pack("<HHQQ", 1, 16, usize, csize)
+        struct.pack_into("<IIHH", head, 20, 0xFFFFFFFF, 0xFFFFFFFF, name_len, len(zip64) + len(extra))
+        entries.append(bytes(head) + name + zip64 + extra + comment)
+        at += 46 + name_len + extra_len + comment_len
+    directory = b"".join(entries)
+    tail = bytearray(data[end:])
+    struct.pack_into("<I", tail, 12, len(directory))
+    return data[:cd_offset] + directory + bytes(tail)
+
+
+# --- tar shards: Python's tarfile in its three formats, and the hostile kinds (tar_listing_fuzz) -
+def tar_listing():
+    import tarfile
+
+    def shard(fmt, members, links=()):
+        out = io.BytesIO()
+        with tarfile.open(fileobj=out, mode="w", format=fmt) as tar:
+            for name, data in members:
+                info = tarfile.TarInfo(name)
+                info.size, info.mtime, info.mode = len(data), 0, 0o644
+                tar.addfile(info, io.BytesIO(data))
+            for name, target in links:
+                info = tarfile.TarInfo(name)
+                info.type, info.linkname, info.mtime = tarfile.SYMTYPE, target, 0
+                tar.addfile(info)
+        return out.getvalue()
+
+    sample = [("000001.jpg", b"\xff\xd8\xff" + bytes(61)), ("000001.cls", b"3\n"),
+              ("000002.png", b"\x89PNG\r\n\x1a\n" + bytes(24)), ("000002.cls", b"7\n")]
+    long_name = "d/" + "x" * 140 + ".jpg"
+    for fmt, tag in ((tarfile.GNU_FORMAT, "gnu"), (tarfile.PAX_FORMAT, "pax"),
+                     (tarfile.USTAR_FORMAT, "ustar")):
+        write("tar_listing", f"{tag}-samples", shard(fmt, sample))
+        if fmt != tarfile.USTAR_FORMAT:  # ustar has no room for a 145-byte name
+            write("tar_listing", f"{tag}-long-name", shard(fmt, [(long_name, b"abc")]))
+    write("tar_listing", "pax-utf8-name", shard(tarfile.PAX_FORMAT, [("caf\u00e9/1.jpg", b"x")]))
+    write("tar_listing", "escaping-names", shard(tarfile.GNU_FORMAT, [("../up.jpg", b"a"),
+                                                                     ("/abs.jpg", b"b"),
+                                                                     ("img..jpg", b"c")]))
+    write("tar_listing", "symlink", shard(tarfile.GNU_FORMAT, sample[:2], [("l.jpg", "/etc/passwd")]))
+    whole = shard(tarfile.USTAR_FORMAT, sample)
+    write("tar_listing", "cut-in-data", whole[:512 + 20])
+    write("tar_listing", "cut-in-header", whole[:300])
+    bomb = bytearray(shard(tarfile.USTAR_FORMAT, [("big.jpg", b"z")]))
+    bomb[124:136] = b"77777777777\0"  # declares 8 GiB in a file of a few blocks
+    bomb[148:156] = b"        "
+    bomb[148:155] = b"%06o\0" % sum(bomb[:512]) + b" "
+    write("tar_listing", "size-bomb", bytes(bomb))
+    bad_sum = bytearray(whole)
+    bad_sum[0] ^= 0x20
+    write("tar_listing", "bad-checksum", bytes(bad_sum))
+    write("tar_listing", "empty", b"")
+
+
+# --- image headers: each format as a library writes it, and sizes at their limits -------------
+def image_header():
+    write("image_header", "png-ihdr", b"\x89PNG\r\n\x1a\n" + struct.pack(">I", 13) + b"IHDR" +
+          struct.pack(">IIBBBBB", 640, 480, 8, 2, 0, 0, 0))
+    write("image_header", "bmp-info", b"BM" + bytes(12) + struct.pack("<Iii", 40, 32, -16))
+    write("image_header", "bmp-core", b"BM" + bytes(12) + struct.pack("<IHH", 12, 32, 16))
+    write("image_header", "webp-vp8x", b"RIFF\0\0\0\0WEBPVP8X" + bytes(8) + bytes([99, 0, 0, 49, 0, 0]))
+    write("image_header", "webp-vp8l", b"RIFF\0\0\0\0WEBPVP8L" + bytes(4) + b"\x2f" +
+          struct.pack("<I", (63) | (31 << 14)))
+    write("image_header", "webp-vp8", b"RIFF\0\0\0\0WEBPVP8 " + bytes(8) + b"\x9d\x01\x2a" +
+          struct.pack("<HH", 320, 200))
+    tiff = b"II*\0" + struct.pack("<IH", 8, 2)
+    tiff += struct.pack("<HHII", 256, 4, 1, 0xFFFFFFFF) + struct.pack("<HHII", 257, 4, 1, 0xFFFFFFFF)
+    write("image_header", "tiff-long-max", tiff)
+    write("image_header", "tiff-short-mm", b"MM\0*" + struct.pack(">IH", 8, 2) +
+          struct.pack(">HHIHH", 256, 3, 1, 20, 0) + struct.pack(">HHIHH", 257, 3, 1, 10, 0))
+    write("image_header", "pnm-comments", b"P6\n# made by hand\n 12 \t34\n255\n")
+    write("image_header", "pnm-ten-digits", b"P5\n9999999999 9999999999\n255\n")
+    write("image_header", "jpeg-app-then-sof", b"\xff\xd8\xff\xe0\x00\x10JFIF\0" + bytes(9) +
+          b"\xff\xff\xc0\x00\x11\x08\x01\x00\x02\x00\x03" + bytes(9))
+    write("image_header", "jpeg-no-frame", b"\xff\xd8\xff\xda\x00\x02")
+    try:
+        from PIL import Image
+    except ImportError:
+        print("make_corpus.py: no PIL: the image_header seeds written by PIL are left as they are")
+        return
+    picture = Image.new("RGB", (37, 23), (200, 30, 90))
+    for fmt, name, options in (("JPEG", "pil-jpeg", {}), ("JPEG", "pil-jpeg-progressive",
+                                                        {"progressive": True}),
+                               ("PNG", "pil-png", {}), ("BMP", "pil-bmp", {}),
+                               ("TIFF", "pil-tiff", {}), ("PPM", "pil-ppm", {}),
+                               ("WEBP", "pil-webp", {"lossless": True}), ("WEBP", "pil-webp-lossy", {})):
+        out = io.BytesIO()
+        try:
+            picture.save(out, fmt, **options)
+        except (KeyError, OSError):  # a PIL without WebP
+            continue
+        write("image_header", name, out.getvalue()[:256])
+
+
+# --- shard patterns and .shards lists: the first line a pattern, the rest a list file ----------
+def shard_list():
+    write("shard_list", "webdataset-range", "train-{000000..000146}.tar\n")
+    write("shard_list", "alternatives-times-range", "{a,b}/part-{0..3}.tar\n# comment\n\n")
+    write("shard_list", "list-relative-absolute", "x.tar\nb-001.tar\n/tmp/none.tar\n  c.tar \r\n")
+    write("shard_list", "list-remote", "s3://bucket/{0..2}.tar\nhttps://host/a.tar\ns3://b/k.tar\n")
+    write("shard_list", "list-file-url", "plain.tar\nfile:///tmp/x.tar\n")
+    write("shard_list", "unbalanced", "a{1..\n")
+    write("shard_list", "reversed", "a{3..1}\n")
+    write("shard_list", "wide-range", "s{0..9999999}\n")
+
+
+# --- s3:// requests: URL, profile, config file, credentials file, separated by NUL bytes -------
+def aws_config():
+    config = "[default]\nregion = us-west-2\n\n[profile work]\nregion=ap-south-1\n# a comment\n"
+    creds = ("[default]\naws_access_key_id = AKIDEXAMPLE\n"
+             "aws_secret_access_key = wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY\n"
+             "[work]\r\naws_access_key_id=WK\r\naws_secret_access_key=WS\r\naws_session_token=TOK\r\n")
+    write("aws_config", "default-profile", "\0".join(["s3://bucket/set/train-000.tar", "", config, creds]))
+    write("aws_config", "named-profile", "\0".join(["s3://b/k", "work", config, creds]))
+    write("aws_config", "no-files", "\0".join(["s3://my.bucket/a b/c+d.tar", "", "", ""]))
+    write("aws_config", "host-in-bucket", "\0".join(["s3://a@evil.example#/k", "", config, creds]))
+    write("aws_config", "region-with-dot", "\0".join(["s3://b/k", "", "[default]\nregion = x.evil#\n", ""]))
+    write("aws_config", "token-with-cr", "\0".join(["s3://b/k", "", "",
+                                                  "[default]\naws_access_key_id=K\naws_secret_access_key=S\n"
+                                                  "aws_session_token=T\rX: 1\n"]))
+
+
+# --- Slurm hostlists: the list on the first line, SLURM_TASKS_PER_NODE after it ----------------
+def hostlist():
+    write("hostlist", "ranges-and-names", "node[01-04,07],gpu-a1,x[1-2]-ib\n2(x3),1\n")
+    write("hostlist", "two-ranges", "rack[1-2]-n[01-02]\n1(x4)\n")
+    write("hostlist", "single", "vm\n1\n")
+    write("hostlist", "reversed", "n[4-1]\n0\n")
+    write("hostlist", "huge", "n[0-999999],m[0-9]\n1(x1000000)\n")
+    write("hostlist", "unbalanced", "n[1-2\n2(x\n")
+
+
+# --- last.json, as dl-train writes it ---------------------------------------------------------
+def checkpoint_note():
+    write("checkpoint_note", "inside-epoch",
+          '{"step":60,"epochs_done":0,"epoch_batches":60,"last_pt_bytes":1234567}')
+    write("checkpoint_note", "after-epoch", '{"step":120,"epochs_done":2,"last_pt_bytes":99}')
+    write("checkpoint_note", "negative", '{"step":-1,"epochs_done":0,"last_pt_bytes":1}')
+    write("checkpoint_note", "max-epochs",
+          '{"step":1,"epochs_done":9223372036854775807,"epoch_batches":1,"last_pt_bytes":1}')
+
+
+# --- metrics.csv: the first byte is the epoch resumed after ------------------------------------
+def metrics_csv():
+    header = ("epoch,train_loss,train_acc,val_loss,val_acc,lr,epoch_seconds,samples_per_second,"
+              "data_wait_seconds,data_wait_percent,skipped_samples,overflow_steps\n")
+    rows = "1,0.9,0.7,0.8,0.72,0.001,10.0,1000.0,1.0,10.00,0,0\n2,0.5,0.8,0.6,0.80,0.0009,10.0,1100.0,1.0,9.00,0,0\n"
+    write("metrics_csv", "two-epochs", bytes([2]) + (header + rows).encode())
+    write("metrics_csv", "redone-epoch-crlf", bytes([3]) + (header + rows + rows).replace("\n", "\r\n").encode())
+    write("metrics_csv", "non-finite", bytes([9]) + (header + "nan,1,1,1,1,1,1,1,1,1,0,0\n"
+                                                    "1,inf,-inf,1e308,nan,0,0,0,0,0,0,0\n").encode())
+    write("metrics_csv", "header-again", bytes([5]) + (header + rows + "epoch,val_acc\n3,0.9\n").encode())
+
+
+# --- what probed programs print: dl-train's report, dl_plan's protocol lines, a script ---------
+def probe_output():
+    write("probe_output", "dl-train-report", "[12:00:00] info probing\n" + json.dumps(
+        {"batch": 64, "fits": True, "out_of_memory": False, "peak_bytes": 123456789,
+         "step_seconds": 0.012, "error": ""}) + "\n")
+    write("probe_output", "dl-train-oom", json.dumps({"batch": 64, "out_of_memory": True}) + "\n")
+    write("probe_output", "infinite-step", '{"peak_bytes":1,"step_seconds":1e999}\n')
+    hello = {"dl_probe": 1, "module": "dl_plan", "version": "1.0", "torch": "1.13.1", "event": "hello"}
+    result = dict(hello, event="result", samples_per_second=1234.5, peak_bytes=1 << 30)
+    write("probe_output", "dl-plan-records", json.dumps(hello) + "\n" + json.dumps(result) + "\n")
+    write("probe_output", "python-traceback", "Traceback (most recent call last):\n"
+          '  File "train.py", line 3, in <module>\n'
+          "ModuleNotFoundError: No module named 'torch'\n")
+    write("probe_output", "script-imports", "import torch\n# import dl_plan\nfrom dl_plan import plan\n"
+          "s = 'import dl_plan'\n    import dl_plan as p\n")
 
 
 if __name__ == "__main__":
@@ -263,3 +448,11 @@ if __name__ == "__main__":
     checkpoint()
     state_pickle()
     zip_scan()
+    tar_listing()
+    image_header()
+    shard_list()
+    aws_config()
+    hostlist()
+    checkpoint_note()
+    metrics_csv()
+    probe_output()

@@ -20,7 +20,12 @@ struct ImageHeader {
   // cut short or malformed (the file is then corrupt, whatever a decoder would make of it).
   std::int64_t width = 0;
   std::int64_t height = 0;
-  std::int64_t pixels() const { return width * height; }
+  // Saturates: TIFF's LONG and PNM's 10-digit sizes multiply past 2^63 (a wrapped product would
+  // slip under the decoder's pixel limit).
+  std::int64_t pixels() const {
+    std::int64_t p = 0;
+    return __builtin_mul_overflow(width, height, &p) ? INT64_MAX : p;
+  }
   bool sized() const { return width > 0 && height > 0; }
 };
 

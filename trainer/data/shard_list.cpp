@@ -27,8 +27,10 @@ bool all_digits(const std::string& s) {
          std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
 }
 
-// The alternatives one brace body stands for.
-std::vector<std::string> alternatives(const std::string& body, const std::string& pattern) {
+// The alternatives one brace body stands for, at most `limit` (a range is counted before any name
+// is made: {0..999999999} would otherwise build a billion strings to refuse them).
+std::vector<std::string> alternatives(const std::string& body, const std::string& pattern,
+                                      std::size_t limit) {
   const std::size_t dots = body.find("..");
   if (dots == std::string::npos) {
     std::vector<std::string> out;
@@ -55,8 +57,9 @@ std::vector<std::string> alternatives(const std::string& body, const std::string
   // Zero-padded ends keep their width, as braceexpand (webdataset's) does.
   const bool pad = (a.size() > 1 && a[0] == '0') || (b.size() > 1 && b[0] == '0');
   const std::size_t width = pad ? std::max(a.size(), b.size()) : 0;
-  if (to - from >= 10000000) {
-    throw std::invalid_argument("shards " + pattern + ": {" + body + "}: more than 10000000 names");
+  if (to - from >= limit) {
+    throw std::invalid_argument("shards " + pattern + ": {" + body + "}: more than " +
+                                std::to_string(limit) + " names");
   }
   std::vector<std::string> out;
   for (std::uint64_t v = from; v <= to; ++v) out.push_back(zero_padded(v, width));
@@ -179,7 +182,7 @@ std::vector<std::string> expand_braces(const std::string& pattern, std::size_t l
   if (body.empty()) throw std::invalid_argument("shards " + pattern + ": an empty {}");
   const std::vector<std::string> rest = expand_braces(pattern.substr(close + 1), limit);
   std::vector<std::string> out;
-  for (const std::string& a : alternatives(body, pattern)) {
+  for (const std::string& a : alternatives(body, pattern, limit)) {
     for (const std::string& r : rest) {
       if (out.size() >= limit) {
         throw std::invalid_argument("shards " + pattern + ": more than " + std::to_string(limit) +

@@ -60,7 +60,8 @@ std::vector<EpochPoint> parse_metrics_csv(const std::string& text, int up_to) {
       else if (h == "data_wait_percent")
         p.data_wait_percent = v;
     }
-    if (!ok || epoch < 1 || epoch > up_to) continue;
+    // Written so that NaN fails too (its cast to int would be undefined).
+    if (!ok || !(epoch >= 1 && epoch <= up_to)) continue;
     p.epoch = static_cast<int>(epoch);
     by_epoch[p.epoch] = p;
   }

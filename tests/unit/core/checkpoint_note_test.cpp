@@ -41,9 +41,18 @@ TEST(CheckpointNote, MalformedNotesAreNotBelieved) {
                           "\"last_pt_bytes\": 1}",
                           "{\"step\": 1, \"epochs_done\": 0, "
                           "\"last_pt_bytes\": 1, \"epoch_batches\": 1.5}",
-                          "not json"}) {
+                          "not json",
+                          // INT64_MAX epochs: "epoch epochs_done + 1" would overflow (seen while
+                          // writing checkpoint_note_fuzz); no count past 2^53 is a run's
+                          "{\"step\": 1, \"epochs_done\": 9223372036854775807, "
+                          "\"last_pt_bytes\": 1, \"epoch_batches\": 1}",
+                          "{\"step\": 9007199254740992, \"epochs_done\": 0, "
+                          "\"last_pt_bytes\": 1}"}) {
     EXPECT_FALSE(parse_checkpoint_note(bad).has_value()) << bad;
   }
+  EXPECT_TRUE(parse_checkpoint_note("{\"step\": 9007199254740991, \"epochs_done\": 0, "
+                                    "\"last_pt_bytes\": 1}")
+                  .has_value());
   EXPECT_FALSE(parse_checkpoint_note(std::string(5000, ' ') + "{}").has_value());
 }
 

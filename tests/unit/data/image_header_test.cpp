@@ -123,5 +123,27 @@ TEST(ImageHeader, UnknownAndJunkDataIsNotAnImage) {
   }
 }
 
+// A TIFF may declare 2^32 - 1 by 2^32 - 1 (LONG sizes) and a PNM ten-digit sizes: the pixel count
+// saturates rather than wrapping under the decoder's --max-image-pixels limit (seen while
+// writing image_header_fuzz).
+TEST(ImageHeader, HugeDeclaredSizesSaturateInsteadOfWrapping) {
+  std::vector<std::uint8_t> tiff = {'I', 'I', 42, 0, 8, 0, 0, 0, 2, 0};
+  for (const std::uint8_t tag : {0, 1}) {  // 256 ImageWidth, 257 ImageLength: LONG 0xFFFFFFFF
+    const std::vector<std::uint8_t> entry = {tag, 1, 4, 0, 1, 0, 0, 0, 0xFF, 0xFF, 0xFF, 0xFF};
+    tiff.insert(tiff.end(), entry.begin(), entry.end());
+  }
+  const ImageHeader t = header_of(tiff);
+  EXPECT_EQ(t.format, ImageFormat::kTiff);
+  EXPECT_EQ(t.width, 0xFFFFFFFFLL);
+  EXPECT_EQ(t.pixels(), INT64_MAX);
+
+  const std::string pnm = "P5\n9999999999 9999999999\n255\n";
+  const ImageHeader p = header_of(std::vector<std::uint8_t>(pnm.begin(), pnm.end()));
+  EXPECT_EQ(p.width, 9999999999LL);
+  EXPECT_EQ(p.pixels(), INT64_MAX);
+  const std::string small = "P5\n3 4\n255\n";
+  EXPECT_EQ(header_of(std::vector<std::uint8_t>(small.begin(), small.end())).pixels(), 12);
+}
+
 }  // namespace
 }  // namespace dl::test

@@ -300,5 +300,45 @@ TEST(S3Request, ReadsTheProfileFromTheSharedFilesAndGoesUnsignedWithout) {
   EXPECT_EQ(r.region, "us-east-1");
 }
 
+// An s3:// URL may come from a remote shard list: a bucket that is not a bucket name ('@', '#',
+// '?', ':', '/') would send a signed request to another host (https://a@evil.example#.s3...).
+// A region becomes part of a host name as well, and credentials go into headers, where a CR or
+// LF would add one. Each is refused with the one line naming where it came from.
+TEST(S3Request, RefusesBucketsRegionsAndCredentialsThatWouldLeaveTheirPlace) {
+  TempDir dir;
+  const std::map<std::string, std::string> env = {{"AWS_REGION", "eu-west-1"}};
+  for (const char* url : {"s3://a@evil.example#/k", "s3://evil.example:80/k", "s3://b?x/k",
+                          "s3://b\r\nHost: x/k", "s3://b%40c/k"}) {
+    EXPECT_THROW(s3_request(url, env), DataError) << url;
+  }
+  EXPECT_EQ(s3_request("s3://My_Legacy.bucket-1/k", env).host,
+            "My_Legacy.bucket-1.s3.eu-west-1.amazonaws.com");
+  for (const char* region : {"evil.example/x#", "eu-west-1.", "-eu", "eu west"}) {
+    EXPECT_THROW(s3_request("s3://b/k", {{"AWS_REGION", region}}), DataError) << region;
+  }
+  write_file(dir.path() + "/config", "[default]\nregion = x.evil.example#\n");
+  try {
+    s3_request("s3://b/k", {{"AWS_CONFIG_FILE", dir.path() + "/config"}});
+    ADD_FAILURE() << "a region with a '.' and a '#' was taken";
+  } catch (const DataError& e) {
+    EXPECT_EQ(std::string(e.what()), "AWS region 'x.evil.example#' (from " + dir.path() +
+                                         "/config): expected letters, digits and '-', as in "
+                                         "eu-west-1");
+  }
+  write_file(dir.path() + "/credentials",
+             "[default]\naws_access_key_id = K\naws_secret_access_key = S\n"
+             "aws_session_token = T\rX-Injected: 1\n");
+  try {
+    s3_request("s3://b/k", {{"AWS_SHARED_CREDENTIALS_FILE", dir.path() + "/credentials"}});
+    ADD_FAILURE() << "a session token with a CR was taken";
+  } catch (const DataError& e) {
+    EXPECT_EQ(std::string(e.what()), "AWS credentials (" + dir.path() +
+                                         "/credentials): the session token holds a control "
+                                         "character; expected printable text");
+  }
+  EXPECT_THROW(s3_request("s3://b/k", {{"AWS_ACCESS_KEY_ID", "K\n"}, {"AWS_SECRET_ACCESS_KEY", "S"}}),
+               DataError);
+}
+
 }  // namespace
 }  // namespace dl::test

@@ -26,5 +26,16 @@ TEST(ParseProbeOutput, ErrorAndMissingPeak) {
   EXPECT_EQ(parse_probe_output("{broken", 8).error, "the probe printed no JSON report");
 }
 
+// 1e999 parses as infinity and a negative time ranks first: neither may win the search.
+TEST(ParseProbeOutput, AStepTimeThatIsNotATimeIsAnError) {
+  for (const char* t : {"1e999", "-1e999", "-0.5"}) {
+    const ProbeResult r =
+        parse_probe_output(std::string("{\"peak_bytes\":1,\"step_seconds\":") + t + "}", 8);
+    EXPECT_EQ(r.error, "the probe reported a step time that is not a time") << t;
+    EXPECT_EQ(r.step_seconds, 0) << t;
+  }
+  EXPECT_EQ(parse_probe_output("{\"peak_bytes\":1,\"step_seconds\":0}", 8).error, "");
+}
+
 }  // namespace
 }  // namespace dl::test

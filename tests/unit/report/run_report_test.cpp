@@ -203,6 +203,8 @@ TEST(MetricsHistory, ReadsRowsUpToTheResumedEpochKeepingTheLastOfEach) {
       "2,0.5,0.8,0.6,0.80,0.0009,10.0,1100.0,1.0,9.00,0,0\n"
       "2,0.4,0.85,0.5,0.82,0.0009,10.0,1200.0,1.0,8.00,0,0\n"
       "garbage line\n"
+      // an epoch of NaN fails every comparison: skipped, not cast to int (undefined)
+      "nan,0.3,0.9,0.4,0.85,0.0008,10.0,1300.0,1.0,7.00,0,0\n"
       "3,0.3,0.9,0.4,0.85,0.0008,10.0,1300.0,1.0,7.00,0,0\n";
   const auto rows = parse_metrics_csv(csv, 2);
   ASSERT_EQ(rows.size(), 2u);
