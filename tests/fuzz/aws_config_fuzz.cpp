@@ -40,9 +40,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const std::string config = next_part(text, at);
   const std::string credentials = next_part(text, at);
   std::map<std::string, std::string> env = {
-      {"AWS_CONFIG_FILE", dl::fuzz::write_input("config", reinterpret_cast<const std::uint8_t*>(
-                                                              config.data()),
-                                                config.size())},
+      {"AWS_CONFIG_FILE",
+       dl::fuzz::write_input("config", reinterpret_cast<const std::uint8_t*>(config.data()),
+                             config.size())},
       {"AWS_SHARED_CREDENTIALS_FILE",
        dl::fuzz::write_input("credentials",
                              reinterpret_cast<const std::uint8_t*>(credentials.data()),

@@ -7,8 +7,8 @@
 #include <cstdint>
 #include <string>
 
-#include "launcher/hostlist.h"
 #include "fuzz_files.h"
+#include "launcher/hostlist.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::string text(reinterpret_cast<const char*>(data), size);

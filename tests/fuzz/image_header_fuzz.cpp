@@ -1,8 +1,9 @@
 // Fuzzes the image header reader (read_image_header), which reads the first bytes of every image
 // file of an ImageFolder, a CSV manifest or a shard before any decoder runs, to refuse a
-// decompression bomb by its declared size. The input is the file's first bytes. The reader never
-// throws and never reads past the end (AddressSanitizer sees libFuzzer's buffer end exactly); a
-// size it reports is positive in both directions, a pixel count that does not wrap, and the same
+// decompression bomb by its declared size, and the walk to the end the file's structure declares
+// (cut_short, image_extent.h), which refuses a file cut short. The input is the file. The reader
+// never throws and never reads past the end (AddressSanitizer sees libFuzzer's buffer end exactly);
+// a size it reports is positive in both directions, a pixel count that does not wrap, and the same
 // when the bytes are read again from a copy with trailing bytes (its answer depends on the header
 // alone).
 #include <cstddef>
@@ -10,6 +11,7 @@
 #include <cstring>
 #include <vector>
 
+#include "data/image_extent.h"
 #include "data/image_header.h"
 #include "fuzz_files.h"
 
@@ -31,6 +33,12 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       __builtin_trap();
     }
   }
-  dl::fuzz::sink = h.sized() ? h.pixels() : static_cast<std::int64_t>(h.format);
+  // One phrase without commas (it goes into predict's CSV cell), or nothing.
+  const std::string short_by = dl::data::cut_short(h, data, size);
+  if (short_by.find(',') != std::string::npos || short_by.find('\n') != std::string::npos) {
+    __builtin_trap();
+  }
+  dl::fuzz::sink = (h.sized() ? h.pixels() : static_cast<std::int64_t>(h.format)) +
+                   static_cast<std::int64_t>(short_by.size());
   return 0;
 }

@@ -25,9 +25,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const std::string said = dl::last_error_line(text, text);
   if (said.size() > 300) __builtin_trap();
   const std::string trainer_said = dl::trainer_error_line(text);
-  dl::fuzz::sink = static_cast<std::int64_t>(said.size() + trainer_said.size() +
-                                             r.error.size() + (records.hello ? 1 : 0) +
-                                             records.malformed) +
+  dl::fuzz::sink = static_cast<std::int64_t>(said.size() + trainer_said.size() + r.error.size() +
+                                             (records.hello ? 1 : 0) + records.malformed) +
                    (dl::imports_dl_plan(text) ? 1 : 0);
   return 0;
 }

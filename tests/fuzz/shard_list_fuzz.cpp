@@ -27,8 +27,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     for (const std::string& n : names) sum += static_cast<std::int64_t>(n.size());
   } catch (const std::invalid_argument&) {
   }
-  const std::string path = dl::fuzz::write_input("input.shards", data + (size - list.size()),
-                                                 list.size());
+  const std::string path =
+      dl::fuzz::write_input("input.shards", data + (size - list.size()), list.size());
   try {
     for (const std::string& p : dl::data::shard_paths(path)) {
       if (p.empty()) __builtin_trap();

@@ -68,8 +68,8 @@ bool valid_bucket(const std::string& bucket) {
   if (bucket.empty() || bucket.size() > 255) return false;
   return std::all_of(bucket.begin(), bucket.end(), [](char ch) {
     const auto c = static_cast<unsigned char>(ch);
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-           c == '.' || c == '-' || c == '_';
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
+           c == '-' || c == '_';
   });
 }
 

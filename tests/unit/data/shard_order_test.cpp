@@ -336,8 +336,9 @@ TEST(S3Request, RefusesBucketsRegionsAndCredentialsThatWouldLeaveTheirPlace) {
                                          "/credentials): the session token holds a control "
                                          "character; expected printable text");
   }
-  EXPECT_THROW(s3_request("s3://b/k", {{"AWS_ACCESS_KEY_ID", "K\n"}, {"AWS_SECRET_ACCESS_KEY", "S"}}),
-               DataError);
+  EXPECT_THROW(
+      s3_request("s3://b/k", {{"AWS_ACCESS_KEY_ID", "K\n"}, {"AWS_SECRET_ACCESS_KEY", "S"}}),
+      DataError);
 }
 
 }  // namespace

@@ -94,7 +94,8 @@ TEST(ShardList, BracesExpandAsWebDatasetWritesThem) {
   }
   EXPECT_THROW(expand_braces("{0..99}", 50), std::invalid_argument);
   // A range past the limit is refused from its ends, before a name is made (ten million names
-  // took a second and half a gigabyte to build and then refuse: seen while writing shard_list_fuzz).
+  // took a second and half a gigabyte to build and then refuse: seen while writing
+  // shard_list_fuzz).
   try {
     expand_braces("s-{0..9999999}.tar", 1000);
     ADD_FAILURE() << "ten million names were not refused";
