@@ -38,7 +38,7 @@ ProbeResult parse_probe_output(const std::string& out, std::int64_t batch) {
     if (!r.out_of_memory && r.error.empty() && r.peak_bytes == 0) {
       r.error = "the probe reported no peak memory";
     }
-    // A time the search could not rank (1e999 parses as infinity): an error, not a winner.
+    // A time the search could not rank (a negative one would come first): an error, not a winner.
     if (!std::isfinite(r.step_seconds) || r.step_seconds < 0) {
       if (r.error.empty()) r.error = "the probe reported a step time that is not a time";
       r.step_seconds = 0;

@@ -428,6 +428,7 @@ def probe_output():
          "step_seconds": 0.012, "error": ""}) + "\n")
     write("probe_output", "dl-train-oom", json.dumps({"batch": 64, "out_of_memory": True}) + "\n")
     write("probe_output", "infinite-step", '{"peak_bytes":1,"step_seconds":1e999}\n')
+    write("probe_output", "negative-step", '{"peak_bytes":1,"step_seconds":-0.5}\n')
     hello = {"dl_probe": 1, "module": "dl_plan", "version": "1.0", "torch": "1.13.1", "event": "hello"}
     result = dict(hello, event="result", samples_per_second=1234.5, peak_bytes=1 << 30)
     write("probe_output", "dl-plan-records", json.dumps(hello) + "\n" + json.dumps(result) + "\n")

@@ -128,7 +128,8 @@ TEST(ImageHeader, UnknownAndJunkDataIsNotAnImage) {
 // writing image_header_fuzz).
 TEST(ImageHeader, HugeDeclaredSizesSaturateInsteadOfWrapping) {
   std::vector<std::uint8_t> tiff = {'I', 'I', 42, 0, 8, 0, 0, 0, 2, 0};
-  for (const std::uint8_t tag : {0, 1}) {  // 256 ImageWidth, 257 ImageLength: LONG 0xFFFFFFFF
+  // Tags 256 (ImageWidth) and 257 (ImageLength), each a LONG of 0xFFFFFFFF.
+  for (const std::uint8_t tag : {std::uint8_t{0}, std::uint8_t{1}}) {
     const std::vector<std::uint8_t> entry = {tag, 1, 4, 0, 1, 0, 0, 0, 0xFF, 0xFF, 0xFF, 0xFF};
     tiff.insert(tiff.end(), entry.begin(), entry.end());
   }
