@@ -5,6 +5,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cmath>
+
 #include "core/files.h"
 #include "core/json.h"
 
@@ -25,6 +27,9 @@ std::string render_checkpoint_note(const CheckpointNote& note) {
   w.key("epochs_done").value(note.epochs_done);
   if (note.epoch_batches) w.key("epoch_batches").value(*note.epoch_batches);
   w.key("last_pt_bytes").value(note.bytes);
+  if (note.global_batch) w.key("global_batch").value(*note.global_batch);
+  if (note.lr) w.key("lr").value(*note.lr);
+  if (note.base_lr) w.key("base_lr").value(*note.base_lr);
   w.end_object();
   return w.str();
 }
@@ -52,6 +57,18 @@ std::optional<CheckpointNote> parse_checkpoint_note(const std::string& text) {
     note.epoch_batches = whole("epoch_batches");
     if (!note.epoch_batches) return std::nullopt;
   }
+  if (json->find("global_batch") != nullptr) {
+    note.global_batch = whole("global_batch");
+    if (!note.global_batch || *note.global_batch == 0) return std::nullopt;
+  }
+  // A learning rate is a positive finite number.
+  auto rate = [&](const char* key, std::optional<double>* out) {
+    const JsonValue* v = json->find(key);
+    if (v == nullptr) return true;
+    *out = v->as_double();
+    return out->has_value() && std::isfinite(**out) && **out > 0;
+  };
+  if (!rate("lr", &note.lr) || !rate("base_lr", &note.base_lr)) return std::nullopt;
   return note;
 }
 

@@ -17,6 +17,11 @@ struct CheckpointNote {
   std::int64_t epochs_done = 0;               // epochs completed
   std::optional<std::int64_t> epoch_batches;  // inside an epoch: its batches taken
   std::int64_t bytes = 0;                     // last.pt's size when the note was written
+  // The recipe the run trained with, which a resume on other hardware keeps: the samples of one
+  // optimizer step over every rank, --lr as given, and the learning rate it became over the ranks
+  // (--lr-scaling). Absent in notes written before they were recorded.
+  std::optional<std::int64_t> global_batch;
+  std::optional<double> lr, base_lr;
 };
 
 inline constexpr const char* kCheckpointNoteName = "last.json";

@@ -24,6 +24,7 @@
 #include <thread>
 #include <vector>
 
+#include "core/checkpoint_note.h"
 #include "core/ports.h"
 #include "model/checkpoint.h"
 #include "support/data_sets.h"
@@ -291,6 +292,86 @@ TEST(DistributedTrain, MidEpochResumesUnderTwoOneAndThreeRanksEndWhereOneRunDoes
               1e-5 * once.number(0, "train_loss"));
   // A prediction on the edge may flip with the rounding: one sample of the 1920.
   EXPECT_NEAR(resumed.number(0, "train_acc"), once.number(0, "train_acc"), 1.01 / 1920);
+}
+
+// --resume on other hardware keeps the recipe without being told it again: a run of 2 ranks x 48
+// at --lr-scaling linear (global batch 96, learning rate 2 x --lr) stopped inside its epoch goes on
+// in one process whose memory takes 24 at once (--batch-size 24: 96 in 4 micro-batches) and ends
+// under 3 ranks that take 16 at once (32 each, in 2 micro-batches), within the kernels' rounding of
+// one uninterrupted process of batch 96 at 2 x --lr. Read from last.json (core/checkpoint_note.h).
+// Within 1e-3: the pieces round otherwise than whole batches (1.1e-4 measured here; AdamW turns
+// the rounding of near-zero gradients into whole steps), while losing the recipe ends far away
+// (0.27 resumed at global batch 24, 0.12 at --lr 0.001, measured on the same run).
+TEST(DistributedTrain, ResumeElsewhereKeepsTheGlobalBatchAndLearningRateWithoutBeingToldThem) {
+  if (fashion_mnist_dir().empty()) GTEST_SKIP() << kNoFashion;
+  const std::string data = fashion_subset(2048, 101);
+  TempDir ws;
+  const EnvVars same_kernels = {{"ONEDNN_MAX_CPU_ISA", "SSE41"}};
+  auto args = [](const char* batch, std::vector<std::string> more) {
+    std::vector<std::string> a = {"--limit-batches",    "20", "--clip-norm",  "0",
+                                  "--log-every",        "1",  "--batch-size", batch,
+                                  "--checkpoint-every", "0"};
+    a.insert(a.end(), more.begin(), more.end());
+    return a;
+  };
+  const Result reference =
+      one_process(ws / "ref", data, args("96", {"--lr", "0.002"}), same_kernels);
+  ASSERT_EQ(reference.code, 0) << reference.err;
+
+  const std::string run_dir = ws / "run";
+  {
+    Ranks two(2, run_dir, data, args("48", {"--lr-scaling", "linear"}), same_kernels);
+    ASSERT_TRUE(wait_for_output(two.rank(0), " batch 4/20", kRunTimeout)) << two.rank(0).out();
+    two.rank(1).send_signal(SIGTERM);
+    const auto stopped = two.wait();
+    ASSERT_EQ(stopped[0].code, 128 + SIGTERM) << show(stopped);
+  }
+  const auto first = model::load_checkpoint(run_dir + "/last.pt");
+  const auto p1 = std::get<std::int64_t>(first.extra.at("position_batches"));
+  ASSERT_LT(p1, 16) << "the two ranks went on for 12 steps after the signal";
+  const auto note = parse_checkpoint_note(read_file(run_dir + "/last.json"));
+  ASSERT_TRUE(note.has_value());
+  EXPECT_EQ(note->global_batch, 96);
+  EXPECT_EQ(note->base_lr, 0.002);
+  {
+    EnvVars env = {{"DL_RUN_DIR", run_dir}};
+    env.insert(env.end(), same_kernels.begin(), same_kernels.end());
+    Process one(argv_of(data, args("24", {"--resume", "--lr-scaling", "linear"})), env);
+    const std::string next = " batch " + std::to_string(p1 + 2) + "/20";
+    ASSERT_TRUE(wait_for_output(one, next, kRunTimeout)) << one.out();
+    one.send_signal(SIGTERM);
+    const Result stopped = one.wait(kRunTimeout);
+    ASSERT_EQ(stopped.code, 128 + SIGTERM) << show(stopped);
+    EXPECT_NE(stopped.out.find("--resume keeps the checkpoint's global batch 96: 96 in 4 "
+                               "micro-batches of at most 24"),
+              std::string::npos)
+        << show(stopped);
+    EXPECT_NE(stopped.out.find("--resume keeps the checkpoint's learning rate 0.002"),
+              std::string::npos)
+        << show(stopped);
+    EXPECT_NE(stopped.out.find("the epoch goes on at batch " + std::to_string(p1 + 1) +
+                               ", the "
+                               "next sample an uninterrupted run takes"),
+              std::string::npos)
+        << show(stopped);
+  }
+  const auto second = model::load_checkpoint(run_dir + "/last.pt");
+  const auto p2 = std::get<std::int64_t>(second.extra.at("position_batches"));
+  EXPECT_GT(p2, p1);
+  ASSERT_LT(p2, 20);
+  Ranks three(3, run_dir, data, args("16", {"--resume", "--lr-scaling", "linear"}), same_kernels);
+  const auto finished = three.wait();
+  for (int r = 0; r < 3; ++r) ASSERT_EQ(finished[r].code, 0) << show(finished);
+  EXPECT_NE(finished[0].out.find("32 per rank x 3 ranks, in 2 micro-batches of at most 16"),
+            std::string::npos)
+      << finished[0].out;
+
+  const double diff = relative_difference(run_dir + "/last.pt", ws / "ref/last.pt");
+  std::cout << "2 ranks x 48 to step " << p1 << ", 1 rank x 4 x 24 to step " << p2
+            << ", 3 ranks x 2 x 16 to step 20, no batch or lr given again, vs one run: relative "
+               "difference "
+            << diff << "\n";
+  EXPECT_LE(diff, 1e-3);
 }
 
 // --- through dl-launch --------------------------------------------------------------------------

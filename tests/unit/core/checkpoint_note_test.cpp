@@ -31,6 +31,27 @@ TEST(CheckpointNote, RoundTripsAndDescribesWhereTheRunStands) {
   end.epochs_done = 2;
   EXPECT_EQ(describe_checkpoint_note(*parse_checkpoint_note(render_checkpoint_note(end))),
             "step 120, after epoch 2");
+  EXPECT_FALSE(back->global_batch.has_value()) << "a note without the recipe has none";
+}
+
+// The recipe a resume keeps: the global batch and the learning rates, exactly (0.1 x 3 too).
+TEST(CheckpointNote, CarriesTheRecipeExactly) {
+  CheckpointNote note;
+  note.step = 5;
+  note.bytes = 10;
+  note.global_batch = 96;
+  note.lr = 0.1;
+  note.base_lr = 0.1 * 3;
+  const auto back = parse_checkpoint_note(render_checkpoint_note(note));
+  ASSERT_TRUE(back.has_value());
+  EXPECT_EQ(back->global_batch, 96);
+  EXPECT_EQ(back->lr, 0.1);
+  EXPECT_EQ(back->base_lr, 0.1 * 3);
+  const std::string head = "{\"step\": 1, \"epochs_done\": 0, \"last_pt_bytes\": 1, ";
+  for (const char* bad : {"\"global_batch\": 0}", "\"global_batch\": 1.5}", "\"lr\": 0}",
+                          "\"lr\": -0.1}", "\"base_lr\": \"x\"}", "\"lr\": null}"}) {
+    EXPECT_FALSE(parse_checkpoint_note(head + bad).has_value()) << bad;
+  }
 }
 
 TEST(CheckpointNote, MalformedNotesAreNotBelieved) {

@@ -237,6 +237,47 @@ void connect(TrainingRun& run) {
                run.world.group()->backend(), run.contract.master_addr, run.contract.master_port);
 }
 
+// last.json beside the resumed last.pt as rank 0 reads it, given to every rank (the other nodes
+// need not see rank 0's disk); nullopt where it is absent, stale or malformed.
+std::optional<CheckpointNote> shared_note(const TrainingRun& run) {
+  std::string text;
+  if (run.world.writes()) {
+    if (const auto note = read_checkpoint_note(run.last_path)) text = render_checkpoint_note(*note);
+  }
+  const std::vector<char> bytes =
+      run.world.broadcast_from_first(std::vector<char>(text.begin(), text.end()));
+  if (bytes.empty()) return std::nullopt;
+  return parse_checkpoint_note(std::string(bytes.begin(), bytes.end()));
+}
+
+// What a resumed run keeps of its checkpoint's recipe (last.json): the global batch, unless
+// --global-batch is given or this world cannot split it evenly (a warning then: the recipe
+// changes), and the learning rate it trained at, unless --lr now differs from its --lr. Zero for
+// what is not kept.
+struct KeptRecipe {
+  std::int64_t global_batch = 0;
+  double base_lr = 0;
+};
+
+KeptRecipe kept_recipe(const TrainingRun& run) {
+  const TrainConfig& c = run.config;
+  KeptRecipe kept;
+  if (!run.resumed_note || c.global_batch > 0) return kept;
+  const CheckpointNote& note = *run.resumed_note;
+  if (!note.global_batch) return kept;  // a note written before the recipe was recorded
+  const std::int64_t now = static_cast<std::int64_t>(run.batch_size) * run.world.size();
+  if (*note.global_batch % run.world.size() != 0) {
+    spdlog::warn(
+        "--resume: the checkpoint's global batch {} does not split evenly over {} ranks; "
+        "training goes on at {} ({} x {}): give --global-batch to choose one that does",
+        *note.global_batch, run.world.size(), now, run.batch_size, run.world.size());
+    return kept;
+  }
+  kept.global_batch = *note.global_batch;
+  if (note.lr && note.base_lr && *note.lr == c.lr) kept.base_lr = *note.base_lr;
+  return kept;
+}
+
 // Every rank steps with the same batch (the smallest any rank was given: nodes planned apart may
 // differ), and the learning rate follows --lr-scaling.
 void agree_on_batch_and_lr(TrainingRun& run) {
@@ -247,7 +288,9 @@ void agree_on_batch_and_lr(TrainingRun& run) {
                  run.batch_size);
   }
   run.micro_batch = c.micro_batch;
-  if (c.global_batch > 0) {
+  const KeptRecipe kept = kept_recipe(run);
+  const std::int64_t global_batch = c.global_batch > 0 ? c.global_batch : kept.global_batch;
+  if (global_batch > 0) {
     // dl-launch hands over a rank's share as the batch size and its pieces as --micro-batch; on
     // its own, dl-train splits the same way, the batch size capping a piece.
     const std::int64_t cap = c.micro_batch > 0 && c.micro_batch < run.batch_size
@@ -255,31 +298,41 @@ void agree_on_batch_and_lr(TrainingRun& run) {
                                  : static_cast<std::int64_t>(run.batch_size);
     Accumulation a;
     try {
-      a = split_global_batch(c.global_batch, run.world.size(), cap);
+      a = split_global_batch(global_batch, run.world.size(), cap);
     } catch (const std::invalid_argument& e) {
       throw UserError(exit_code::kUsage,
-                      "--global-batch " + std::to_string(c.global_batch) + ": " + e.what());
+                      "--global-batch " + std::to_string(global_batch) + ": " + e.what());
     }
-    if (a.per_rank != run.batch_size) {
-      spdlog::info("--global-batch {}: {} (batch size {} caps a micro-batch)", c.global_batch,
+    if (c.global_batch == 0) {
+      spdlog::info(
+          "--resume keeps the checkpoint's global batch {}: {} (batch size {} caps a "
+          "micro-batch; --global-batch chooses another)",
+          global_batch, describe(a, run.world.size()), run.batch_size);
+    } else if (a.per_rank != run.batch_size) {
+      spdlog::info("--global-batch {}: {} (batch size {} caps a micro-batch)", global_batch,
                    describe(a, run.world.size()), run.batch_size);
-      run.batch_size = static_cast<int>(a.per_rank);
-      run.micro_batch = a.steps > 1 ? a.micro : 0;
     }
+    run.batch_size = static_cast<int>(a.per_rank);
+    run.micro_batch = a.steps > 1 ? a.micro : 0;
   }
   const double n = run.world.size();
-  const double factor = c.global_batch > 0         ? 1.0
+  const double factor = global_batch > 0           ? 1.0
                         : c.lr_scaling == "linear" ? n
                         : c.lr_scaling == "sqrt"   ? std::sqrt(n)
                                                    : 1.0;
-  run.base_lr = c.lr * factor;
+  run.base_lr = kept.base_lr > 0 ? kept.base_lr : c.lr * factor;
+  if (kept.base_lr > 0) {
+    spdlog::info("--resume keeps the checkpoint's learning rate {:g} (--lr {:g}, as then)",
+                 run.base_lr, c.lr);
+  }
   if (run.world.size() > 1) {
     spdlog::info(
         "batch {} per rank x {} ranks = {} global; lr {:g} ({})", run.batch_size, run.world.size(),
         static_cast<std::int64_t>(run.batch_size) * run.world.size(), run.base_lr,
-        c.lr_scaling == "none" ? "--lr kept"
-        : c.global_batch > 0
-            ? fmt::format("--lr kept: --global-batch {} keeps each step's batch", c.global_batch)
+        kept.base_lr > 0         ? "the checkpoint's"
+        : c.lr_scaling == "none" ? "--lr kept"
+        : global_batch > 0
+            ? fmt::format("--lr kept: the global batch {} is kept for each step", global_batch)
             : fmt::format("--lr {:g} x {:g}, --lr-scaling {}", c.lr, factor, c.lr_scaling));
   }
 }
@@ -440,6 +493,7 @@ TrainingRun::TrainingRun(const TrainConfig& cfg)
   if (device.is_cuda()) at::globalContext().setBenchmarkCuDNN(true);
   if (!precision.warning.empty()) spdlog::warn("precision: {}", precision.warning);
 
+  if (resuming) resumed_note = shared_note(*this);
   data = setup_data(config);
   const data::ImageShape shape = data.train_transform.out;
   spdlog::info("data: {} ({} training, {} validation samples, {} classes, {}x{}x{})", data.location,
@@ -546,6 +600,9 @@ void TrainingRun::save(const std::string& path, const model::CheckpointData& che
   if (const auto it = checkpoint.extra.find("position_batches"); it != checkpoint.extra.end()) {
     note.epoch_batches = std::get<std::int64_t>(it->second);
   }
+  note.global_batch = static_cast<std::int64_t>(batch_size) * world.size();
+  note.lr = config.lr;
+  note.base_lr = base_lr;
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0) return;
   note.bytes = static_cast<std::int64_t>(st.st_size);

@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "core/checkpoint_note.h"
 #include "core/run_lock.h"
 #include "data/loader.h"
 #include "model/checkpoint.h"
@@ -90,6 +91,9 @@ struct TrainingRun {
   // epoch's totals so far (the first epoch only).
   std::optional<EpochPosition> resume_position;
   std::int64_t resume_first_batch = 0;
+  // last.json of the run resumed (rank 0's, shared with every rank): its recipe, the global batch
+  // and learning rate, is kept unless --global-batch is given.
+  std::optional<CheckpointNote> resumed_note;
   double best_val_acc = 0.0;
   double last_val_acc = 0.0;
   std::atomic<std::int64_t> global_step{0};  // also read by the monitor's thread
