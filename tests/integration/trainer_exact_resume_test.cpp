@@ -181,9 +181,10 @@ TEST_F(ExactResume, AnotherGlobalBatchSaysWhatItTakesAgain) {
   p.wait(kRunTimeout);
   const auto saved = model::load_checkpoint(ws_ / "runs/g/last.pt");
   const auto batches = std::get<std::int64_t>(saved.extra.at("position_batches"));
-  // 32 x batches samples taken; batches of 48 from the last whole one before that position.
+  // 32 x batches samples taken; batches of 48 from the last whole one before that position. A
+  // resume keeps the checkpoint's global batch unless --global-batch gives another.
   const std::int64_t taken = 32 * batches;
-  const Result r = train("g", {"--checkpoint-every", "0", "--resume", "--batch-size", "48"});
+  const Result r = train("g", {"--checkpoint-every", "0", "--resume", "--global-batch", "48"});
   ASSERT_EQ(r.code, 0) << show(r);
   const std::string again = taken % 48 == 0
                                 ? "no sample taken twice"
