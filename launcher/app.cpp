@@ -421,6 +421,11 @@ Launch resolve_launch(LaunchOptions& opts, std::optional<std::string>* missing_t
   req.default_program = default_program;
   req.scheduler = detect_scheduler({});
   if (!default_program) {
+    const ActAs owner(launch.run_as);  // the workspace's files are read as their owner
+    const auto source = command_source(launch.command, launch.workspace);
+    req.program_splits_batches = source && splits_micro_batches(*source);
+  }
+  if (!default_program) {
     req.probe_unavailable = "the program is " + launch.command[0] + ", not dl-train";
   } else if (*missing_trainer) {
     req.probe_unavailable = "dl-train was not found";

@@ -352,7 +352,7 @@ void plan_accumulation(const Request& req, Plan* plan) {
                                                         ": " + describe(a, world) + " (" + cap +
                                                         ")"};
   plan->accumulation = a;
-  if (!req.default_program && a.steps > 1) {
+  if (!req.default_program && !req.program_splits_batches && a.steps > 1) {
     plan->warnings.push_back(
         "--global-batch: the program after -- is handed batches of DL_BATCH_SIZE=" +
         std::to_string(a.per_rank) + " and DL_MICRO_BATCH=" + std::to_string(a.micro) +

@@ -52,6 +52,9 @@ struct Request {
   RankRequest ranks;
   // The program is dl-train (not a command after --): --nproc-per-node defaults to auto.
   bool default_program = false;
+  // The program after -- splits its batches with dl_plan's plan.micro_batches (its script says
+  // so): --global-batch's pieces reach it without a warning.
+  bool program_splits_batches = false;
   // dl-train's learning rate and its rule for several ranks (forwarded; the plan shows them).
   Sourced<double> lr{0.001};
   Sourced<std::string> lr_scaling{"none"};  // none | linear | sqrt

@@ -146,6 +146,29 @@ bool imports_dl_plan(const std::string& source) {
   return false;
 }
 
+bool splits_micro_batches(const std::string& source) {
+  for (const std::string& raw : split(source, '\n')) {
+    const std::string line = trim(raw);
+    if (starts_with(line, "#")) continue;
+    const std::size_t call = line.find(".micro_batches(");
+    if (call != std::string::npos && line.substr(0, call).find('#') == std::string::npos) {
+      return true;
+    }
+  }
+  return false;
+}
+
+std::optional<std::string> command_source(const std::vector<std::string>& command,
+                                          const std::string& cwd) {
+  if (!is_python_program(command)) return std::nullopt;
+  const CommandScript script = command_script(command);
+  if (script.kind == CommandScript::Kind::kCode) return script.text;
+  if (script.kind == CommandScript::Kind::kNone) return std::nullopt;
+  const std::string file = script_file(script, cwd);
+  if (file.empty()) return std::nullopt;
+  return read_head(file);
+}
+
 std::optional<std::string> why_not_probed(const std::vector<std::string>& command,
                                           const std::string& cwd, const std::string& mode) {
   if (mode == "never") return "--probe-command is never";

@@ -39,6 +39,17 @@ std::string script_file(const CommandScript& script, const std::string& cwd);
 // statement on a line of its own (indented or not), not a comment or a string's mention.
 bool imports_dl_plan(const std::string& source);
 
+// Whether Python source text splits its batches with dl_plan's plan.micro_batches: a call
+// `.micro_batches(` on a line that is not a comment (a string's mention counts too: this is a
+// hint for the plan's wording, not a proof).
+bool splits_micro_batches(const std::string& source);
+
+// The source a Python command runs, as far as its words tell: its script file's first
+// kMaxScannedFileBytes, its module's, or its -c code; nullopt when none is known or readable.
+// Reads as the calling thread's file-system identity (the caller's ActAs).
+std::optional<std::string> command_source(const std::vector<std::string>& command,
+                                          const std::string& cwd);
+
 // nullopt when the command is to be probed; else why not, for the plan ("its script python/x.py
 // does not import dl_plan"). `mode` is --probe-command's: auto, always or never. Reads the
 // script as the calling thread's file-system identity (the caller's ActAs).

@@ -417,8 +417,12 @@ TEST(PlanGlobalBatch, ProgramAfterDashDashIsWarnedItMustSplit) {
   bool warned = false;
   for (const auto& w : p.warnings) warned = warned || contains(w, "DL_MICRO_BATCH=64");
   EXPECT_TRUE(warned);
-  // dl-train splits them itself: no such warning.
+  // dl-train splits them itself, and so does a script that calls plan.micro_batches: no warning.
   for (const auto& w : make_plan(cpu_machine(4), global_request(256, 64)).warnings) {
+    EXPECT_FALSE(contains(w, "DL_MICRO_BATCH")) << w;
+  }
+  r.program_splits_batches = true;
+  for (const auto& w : make_plan(cpu_machine(4), r).warnings) {
     EXPECT_FALSE(contains(w, "DL_MICRO_BATCH")) << w;
   }
 }

@@ -56,6 +56,25 @@ TEST(ProgramKind, AnImportIsAStatementNotAMention) {
   EXPECT_FALSE(imports_dl_plan("import torch  # dl_plan later\n"));
 }
 
+// --global-batch's warning to a program after --: silent where its script splits its batches
+// with plan.micro_batches (the template's train.py does), whatever form the command takes.
+TEST(ProgramKind, AScriptThatCallsMicroBatchesSplitsItsBatches) {
+  EXPECT_TRUE(splits_micro_batches("for x, y in plan.micro_batches(images, labels, model=m):\n"));
+  EXPECT_TRUE(splits_micro_batches("    pieces = p.micro_batches(x, y)  # accumulate\n"));
+  EXPECT_FALSE(splits_micro_batches("# plan.micro_batches(x, y) one day\n"));
+  EXPECT_FALSE(splits_micro_batches("loss.backward()  # no plan.micro_batches( here\n"));
+  EXPECT_FALSE(splits_micro_batches("micro_batches = 4\n"));
+  TempDir ws;
+  write_file(ws / "split.py", "import dl_plan\nfor x, y in plan.micro_batches(a, b):\n  pass\n");
+  write_file(ws / "whole.py", "import dl_plan\nloss.backward()\n");
+  const std::string py = "/usr/bin/python3";
+  EXPECT_TRUE(splits_micro_batches(*command_source({py, "split.py"}, ws.path())));
+  EXPECT_FALSE(splits_micro_batches(*command_source({py, "-u", "whole.py"}, ws.path())));
+  EXPECT_TRUE(splits_micro_batches(*command_source({py, "-c", "plan.micro_batches(x)"}, ".")));
+  EXPECT_FALSE(command_source({py, "missing.py"}, ws.path()).has_value());
+  EXPECT_FALSE(command_source({"/bin/true"}, ws.path()).has_value());
+}
+
 TEST(ProgramKind, OnlyTheCommandsOwnScriptOptsIn) {
   TempDir ws;
   write_file(ws / "plain.py", "import torch\n");
