@@ -530,6 +530,8 @@ std::optional<std::string> learn_data_facts(const LaunchOptions& opts, Launch& l
     r = read_data_facts(setup);
   } catch (const UserError& e) {
     if (!opts.dry_run) throw;
+    launch.refused_code = e.code();
+    launch.refused = e.what();
     return std::string(e.what());
   }
   if (!r.facts) return "data size unknown: " + r.error;
@@ -589,6 +591,10 @@ void plan_launch(const LaunchOptions& opts, Launch& launch, bool check_run) {
       if (!opts.dry_run) throw;
       launch.request.probe_unavailable = "its probe failed";
       probe_failure = e.what();
+      if (launch.refused_code == 0) {
+        launch.refused_code = e.code();
+        launch.refused = e.what();
+      }
     }
     replan(launch, searched ? &*searched : nullptr);
     launch.plan.batch_size.reason += note;
@@ -854,7 +860,12 @@ int run(int argc, const char* const argv[]) {
   if (stop_requested()) throw StopRequested(stop_signal(), "planning the run");
   if (opts.dry_run) {
     store_search(launch);
-    std::cout << (opts.json ? render_json(launch) : render_text(launch, true));
+    std::cout << (opts.json ? render_json(launch) : render_text(launch, true)) << std::flush;
+    if (launch.refused_code != 0) {
+      // The plan is shown, and the exit is the refusal's, as the run's would be.
+      std::cerr << "dl-launch error: " << launch.refused << "\n";
+      return launch.refused_code;
+    }
     return exit_code::kOk;
   }
 

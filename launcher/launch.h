@@ -10,11 +10,11 @@
 #include <utility>
 #include <vector>
 
+#include "core/ports.h"
 #include "core/probe.h"
 #include "core/run_as.h"
 #include "core/run_lock.h"
 #include "launcher/plan.h"
-#include "core/ports.h"
 #include "launcher/script_cache.h"
 
 namespace dl {
@@ -46,6 +46,10 @@ struct Launch {
   std::shared_ptr<const RunLock> run_lock;
   // Rank 0's port where this launcher picked it, held until the launcher ends (ports.h).
   std::shared_ptr<const PortReservation> port_hold;
+  // A dry run that dl-train's refusal would have stopped (the data, a probe): its exit code and
+  // line. The plan is still shown, with the line among its warnings; the code is the exit's.
+  int refused_code = 0;
+  std::string refused;
 };
 
 // The variables the process `index` of those started here (plan.ranks[index]) gets on top of the

@@ -108,7 +108,8 @@ for h in "${harnesses[@]}"; do
     "$work/$h/corpus" >"$work/$h/log" 2>&1) || rc=$?
   elapsed=$((SECONDS - run_started))
   execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$work/$h/log" | tail -1)
-  cov=$(grep -oE 'cov: [0-9]+' "$work/$h/log" | tail -1 | cut -d' ' -f2)
+  # (none where the first input already failed: no "cov:" line was printed)
+  cov=$(grep -oE 'cov: [0-9]+' "$work/$h/log" | tail -1 | cut -d' ' -f2 || true)
   # slow-unit-* inputs (over 10 s, libFuzzer's note) are not findings; -timeout's are.
   artifact=$(find "$work/$h/artifacts" -type f ! -name 'slow-unit-*' | head -1)
   if [ "$rc" -eq 0 ] && [ -z "$artifact" ]; then

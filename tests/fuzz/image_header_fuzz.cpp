@@ -38,7 +38,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   if (short_by.find(',') != std::string::npos || short_by.find('\n') != std::string::npos) {
     __builtin_trap();
   }
-  dl::fuzz::sink = (h.sized() ? h.pixels() : static_cast<std::int64_t>(h.format)) +
-                   static_cast<std::int64_t>(short_by.size());
+  // Summed unsigned: pixels() may be INT64_MAX.
+  dl::fuzz::sink = static_cast<std::int64_t>(
+      static_cast<std::uint64_t>(h.sized() ? h.pixels() : static_cast<std::int64_t>(h.format)) +
+      short_by.size());
   return 0;
 }

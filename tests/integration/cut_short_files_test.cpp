@@ -145,7 +145,7 @@ TEST(CutShortFiles, DlTrainAndPredictSkipEveryFormatCutAnywhereAsCutShort) {
   EXPECT_TRUE(contains(line, "2 undecodable (" + root + "/train/stripes/garbage-")) << line;
   EXPECT_TRUE(contains(line, "Corrupt JPEG data")) << line;
   EXPECT_TRUE(contains(read_file(ws / "runs/cut/train.log"),
-                       bad_total + " undecodable sample(s) were skipped in all: 2 undecodable"))
+                       bad_total + " training sample(s) were skipped in all: 2 undecodable"))
       << read_file(ws / "runs/cut/train.log");
 
   // Prediction, one row per file: every cut one "cut short", the whole ones a class.

@@ -494,7 +494,7 @@ TEST_F(TrainerBadImages, BombAndLinkLoopAreSkippedAndNamed) {
            contains(l, "1 too many pixels (" + bomb + ": 60000x60000 pixels");
   })) << show(r);
   EXPECT_TRUE(contains(read_file(ws / "runs/hostile/train.log"),
-                       "2 undecodable sample(s) were skipped in all: 1 not an image"));
+                       "2 training sample(s) were skipped in all: 1 not an image"));
 }
 
 // The pixel limit is a setting: at 1000 pixels every 32x32 image is refused, and the run stops
@@ -569,17 +569,22 @@ TEST(TrainerStop, SigtermMidEpochSavesTheWeightsAndExits143) {
 
 // The plan's data size and input bytes come from dl-train --data-facts for any data dl-train
 // reads: an IDX folder, shards packed from it, given as a relative path from another directory;
-// data dl-train refuses stops the start with dl-train's line, and is a warning in a dry run.
+// data dl-train refuses stops the start with dl-train's line and code; a dry run shows the plan
+// with the line among its warnings, and exits with that code too.
 TEST(LauncherStartsTrainer, ThePlanKnowsTheSizeOfAnyDataDlTrainReads) {
   TempDir dir;
   fs::create_directories(dir / "ws");
   write_synthetic_idx(dir / "idx", 300, 40);
-  const auto planned = [&](const std::string& data, const std::string& field) {
+  const auto planned = [&](const std::string& data, const std::string& field, int code = 0) {
     Process p({kLaunch, "--workspace", "ws", "--dry-run", "--json", "--data", data,
                "--nvml-library", "/nonexistent"},
               {}, kSchedulerVars, dir.path());
     const Result r = p.wait(kRunTimeout);
-    EXPECT_EQ(r.code, 0) << show(r);
+    EXPECT_EQ(r.code, code) << show(r);
+    if (code != 0) {
+      EXPECT_TRUE(contains(r.err, "dl-launch error: ")) << show(r);
+      EXPECT_TRUE(contains(r.err, data)) << show(r);
+    }
     std::smatch m;
     const std::regex value("\"" + field + "\": ([0-9]+)");
     return std::regex_search(r.out, m, value) ? std::stol(m[1].str()) : -1L;
@@ -613,7 +618,7 @@ TEST(LauncherStartsTrainer, ThePlanKnowsTheSizeOfAnyDataDlTrainReads) {
   EXPECT_TRUE(contains(r.err, "empty")) << show(r);
   EXPECT_FALSE(contains(r.err, "terminate")) << show(r);
   EXPECT_FALSE(fs::exists(dir / "ws/runs")) << "a refused start wrote its run directory";
-  EXPECT_EQ(planned("empty", "sample_bytes"), 3 * 224 * 224 * 4);
+  EXPECT_EQ(planned("empty", "sample_bytes", r.code), 3 * 224 * 224 * 4);
 }
 
 TEST(LauncherStartsTrainer, DlTrainRunsWithThePlanInTheWorkspace) {

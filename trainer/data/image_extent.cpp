@@ -62,7 +62,11 @@ std::string png(Bytes data, std::size_t size) {
   const ByteReader r(data, size);
   std::size_t at = 8;
   for (;;) {
-    if (size - at < 12) return ends_at("PNG", size, "before the IEND chunk");
+    // Fewer bytes than a chunk's frame: the data end inside one (IEND's, as a rule), or before
+    // the IEND chunk when none of it is there.
+    if (size - at < 12) {
+      return ends_at("PNG", size, size == at ? "before the IEND chunk" : "inside a chunk");
+    }
     const std::uint32_t length = r.be32(at);
     if (length > 0x7FFFFFFFu) return {};  // malformed, not short: libpng refuses it
     if ((size - at - 12) < length) return ends_at("PNG", size, "inside a chunk");

@@ -59,7 +59,9 @@ std::vector<std::string> alternatives(const std::string& body, const std::string
   const std::size_t width = pad ? std::max(a.size(), b.size()) : 0;
   if (to - from >= limit) {
     throw std::invalid_argument("shards " + pattern + ": {" + body + "}: more than " +
-                                std::to_string(limit) + " names");
+                                std::to_string(limit) + " names; expected at most " +
+                                std::to_string(limit) +
+                                " (a .shards list, one a line, names more)");
   }
   std::vector<std::string> out;
   for (std::uint64_t v = from; v <= to; ++v) out.push_back(zero_padded(v, width));
@@ -186,7 +188,8 @@ std::vector<std::string> expand_braces(const std::string& pattern, std::size_t l
     for (const std::string& r : rest) {
       if (out.size() >= limit) {
         throw std::invalid_argument("shards " + pattern + ": more than " + std::to_string(limit) +
-                                    " names");
+                                    " names; expected at most " + std::to_string(limit) +
+                                    " (a .shards list, one a line, names more)");
       }
       out.push_back(pattern.substr(0, open) + a + r);
     }

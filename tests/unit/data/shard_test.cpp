@@ -100,7 +100,9 @@ TEST(ShardList, BracesExpandAsWebDatasetWritesThem) {
     expand_braces("s-{0..9999999}.tar", 1000);
     ADD_FAILURE() << "ten million names were not refused";
   } catch (const std::invalid_argument& e) {
-    EXPECT_STREQ(e.what(), "shards s-{0..9999999}.tar: {0..9999999}: more than 1000 names");
+    EXPECT_STREQ(e.what(),
+                 "shards s-{0..9999999}.tar: {0..9999999}: more than 1000 names; expected at most "
+                 "1000 (a .shards list, one a line, names more)");
   }
   EXPECT_EQ(expand_braces("{1..1000}", 1000).size(), 1000u);
 }

@@ -419,7 +419,7 @@ int train_epochs(TrainingRun& run) {
     finish_epoch(run, epoch, lr, trained, val, seconds_since(epoch_start));
   }
   if (run.skipped_total > 0) {
-    spdlog::warn("{} undecodable sample(s) were skipped in all: {}", run.skipped_total,
+    spdlog::warn("{} training sample(s) were skipped in all: {}", run.skipped_total,
                  data::describe_skips(run.skip_counts_total, run.data.train->failures()));
   }
   spdlog::info("done: validation accuracy {:.2f}% (best {:.2f}%); checkpoints {} and {}{}",
