@@ -97,7 +97,9 @@ ImageHeader tiff(const Reader& r) {
   std::int64_t height = 0;
   for (std::uint32_t i = 0; i < entries; ++i) {
     const std::size_t entry = ifd + 2 + 12 * static_cast<std::size_t>(i);
-    if (!r.has(entry, 12)) break;
+    // An IFD that runs past the data is cut short: no size, rather than one read from the
+    // entries that happen to be there (more bytes could change it; found by image_header_fuzz).
+    if (!r.has(entry, 12)) return sized(ImageFormat::kTiff, 0, 0);
     const std::uint32_t tag = u16(entry);
     const std::uint32_t type = u16(entry + 2);
     const std::int64_t value = type == 3 ? u16(entry + 8) : type == 4 ? u32(entry + 8) : 0;
