@@ -194,6 +194,17 @@ TEST(DistributedTrain, ACheckpointResumesUnderAnotherNumberOfRanks) {
               {"--batch-size", "16", "--limit-batches", "5", "--resume", "--epochs", "3"});
   const auto last = three.wait();
   for (int r = 0; r < 3; ++r) ASSERT_EQ(last[r].code, 0) << show(last);
+  // The run's global batch, 64, does not split over 3: it goes on at 16 x 3 and says so, and
+  // last.json keeps recording the recipe's 64 (and learning rate) for the next resume.
+  EXPECT_NE(last[0].out.find("the checkpoint's global batch 64 does not split evenly over 3 ranks; "
+                             "training goes on at 48 (16 x 3) at its learning rate 0.001: give "
+                             "--global-batch 63 or 66"),
+            std::string::npos)
+      << last[0].out;
+  const auto note = parse_checkpoint_note(read_file(run_dir + "/last.json"));
+  ASSERT_TRUE(note.has_value());
+  EXPECT_EQ(note->global_batch, 64);
+  EXPECT_EQ(note->base_lr, 0.001);
   const auto checkpoint = model::load_checkpoint(run_dir + "/last.pt");
   EXPECT_EQ(checkpoint.epoch, 3);
   EXPECT_EQ(std::get<std::int64_t>(checkpoint.extra.at("global_step")), 15);

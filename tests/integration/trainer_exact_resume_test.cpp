@@ -186,6 +186,11 @@ TEST_F(ExactResume, AnotherGlobalBatchSaysWhatItTakesAgain) {
   const std::int64_t taken = 32 * batches;
   const Result r = train("g", {"--checkpoint-every", "0", "--resume", "--global-batch", "48"});
   ASSERT_EQ(r.code, 0) << show(r);
+  // The batch is replaced, in a line; the learning rate (the same --lr) is kept.
+  EXPECT_TRUE(
+      contains(r.out, "--resume: --global-batch 48 replaces the checkpoint's global batch 32"))
+      << show(r);
+  EXPECT_TRUE(contains(r.out, "--resume keeps the checkpoint's learning rate")) << show(r);
   const std::string again = taken % 48 == 0
                                 ? "no sample taken twice"
                                 : std::to_string(taken % 48) + " of its samples taken again";

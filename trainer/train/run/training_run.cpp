@@ -242,7 +242,18 @@ void connect(TrainingRun& run) {
 std::optional<CheckpointNote> shared_note(const TrainingRun& run) {
   std::string text;
   if (run.world.writes()) {
-    if (const auto note = read_checkpoint_note(run.last_path)) text = render_checkpoint_note(*note);
+    if (const auto note = read_checkpoint_note(run.last_path)) {
+      text = render_checkpoint_note(*note);
+    } else {
+      const std::string path = parent_directory(run.last_path) + "/" + kCheckpointNoteName;
+      spdlog::warn(
+          "--resume: {} {}: the global batch and learning rate are this start's, not the run's "
+          "(--global-batch and --lr set them)",
+          path,
+          ::access(path.c_str(), F_OK) == 0
+              ? "does not describe last.pt as it is (stale or damaged)"
+              : "is not there");
+    }
   }
   const std::vector<char> bytes =
       run.world.broadcast_from_first(std::vector<char>(text.begin(), text.end()));
@@ -250,31 +261,55 @@ std::optional<CheckpointNote> shared_note(const TrainingRun& run) {
   return parse_checkpoint_note(std::string(bytes.begin(), bytes.end()));
 }
 
-// What a resumed run keeps of its checkpoint's recipe (last.json): the global batch, unless
-// --global-batch is given or this world cannot split it evenly (a warning then: the recipe
-// changes), and the learning rate it trained at, unless --lr now differs from its --lr. Zero for
-// what is not kept.
+// What a resumed run keeps of its checkpoint's recipe (last.json), each part on its own: the
+// global batch, unless --global-batch is given or this world cannot split it evenly (a warning
+// then, naming the nearest that split), and the learning rate it trained at, unless --lr now
+// differs from its --lr. `recipe_batch` is what the next last.json records: the recipe's batch,
+// even while a world that cannot split it trains at another. What replaces a part of the recipe
+// says so in a line.
 struct KeptRecipe {
-  std::int64_t global_batch = 0;
-  double base_lr = 0;
+  std::int64_t global_batch = 0;  // 0: not kept
+  double base_lr = 0;             // 0: not kept
+  std::int64_t recipe_batch = 0;  // 0: this start's global batch
 };
 
 KeptRecipe kept_recipe(const TrainingRun& run) {
   const TrainConfig& c = run.config;
   KeptRecipe kept;
-  if (!run.resumed_note || c.global_batch > 0) return kept;
+  if (!run.resumed_note) return kept;
   const CheckpointNote& note = *run.resumed_note;
+  if (note.lr && note.base_lr) {
+    if (*note.lr == c.lr) {
+      kept.base_lr = *note.base_lr;
+    } else {
+      spdlog::info(
+          "--resume: --lr {:g} replaces the checkpoint's learning rate {:g} (its --lr {:g})", c.lr,
+          *note.base_lr, *note.lr);
+    }
+  }
   if (!note.global_batch) return kept;  // a note written before the recipe was recorded
-  const std::int64_t now = static_cast<std::int64_t>(run.batch_size) * run.world.size();
-  if (*note.global_batch % run.world.size() != 0) {
-    spdlog::warn(
-        "--resume: the checkpoint's global batch {} does not split evenly over {} ranks; "
-        "training goes on at {} ({} x {}): give --global-batch to choose one that does",
-        *note.global_batch, run.world.size(), now, run.batch_size, run.world.size());
+  const std::int64_t g = *note.global_batch;
+  if (c.global_batch > 0) {
+    if (c.global_batch != g) {
+      spdlog::info("--resume: --global-batch {} replaces the checkpoint's global batch {}",
+                   c.global_batch, g);
+    }
     return kept;
   }
-  kept.global_batch = *note.global_batch;
-  if (note.lr && note.base_lr && *note.lr == c.lr) kept.base_lr = *note.base_lr;
+  const std::int64_t w = run.world.size();
+  if (g % w != 0) {
+    const std::int64_t now = static_cast<std::int64_t>(run.batch_size) * w;
+    const std::int64_t below = g / w * w;
+    spdlog::warn(
+        "--resume: the checkpoint's global batch {} does not split evenly over {} ranks; "
+        "training goes on at {} ({} x {}){}: give --global-batch {} or {} to keep closer to it",
+        g, w, now, run.batch_size, w,
+        kept.base_lr > 0 ? fmt::format(" at its learning rate {:g}", kept.base_lr) : "",
+        below > 0 ? below : below + w, below + w);
+    kept.recipe_batch = g;
+    return kept;
+  }
+  kept.global_batch = g;
   return kept;
 }
 
@@ -290,6 +325,7 @@ void agree_on_batch_and_lr(TrainingRun& run) {
   run.micro_batch = c.micro_batch;
   const KeptRecipe kept = kept_recipe(run);
   const std::int64_t global_batch = c.global_batch > 0 ? c.global_batch : kept.global_batch;
+  run.recipe_global_batch = kept.recipe_batch;
   if (global_batch > 0) {
     // dl-launch hands over a rank's share as the batch size and its pieces as --micro-batch; on
     // its own, dl-train splits the same way, the batch size capping a piece.
@@ -600,7 +636,9 @@ void TrainingRun::save(const std::string& path, const model::CheckpointData& che
   if (const auto it = checkpoint.extra.find("position_batches"); it != checkpoint.extra.end()) {
     note.epoch_batches = std::get<std::int64_t>(it->second);
   }
-  note.global_batch = static_cast<std::int64_t>(batch_size) * world.size();
+  note.global_batch = recipe_global_batch > 0
+                          ? recipe_global_batch
+                          : static_cast<std::int64_t>(batch_size) * world.size();
   note.lr = config.lr;
   note.base_lr = base_lr;
   struct stat st {};

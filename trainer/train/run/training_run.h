@@ -94,6 +94,9 @@ struct TrainingRun {
   // last.json of the run resumed (rank 0's, shared with every rank): its recipe, the global batch
   // and learning rate, is kept unless --global-batch is given.
   std::optional<CheckpointNote> resumed_note;
+  // The recipe's global batch where this world trains at another (one that cannot split it):
+  // what last.json keeps recording. 0: the batch trained at.
+  std::int64_t recipe_global_batch = 0;
   double best_val_acc = 0.0;
   double last_val_acc = 0.0;
   std::atomic<std::int64_t> global_step{0};  // also read by the monitor's thread
