@@ -61,6 +61,9 @@ bool expand_item(const std::string& item, std::vector<std::string>* hosts) {
     partial = std::move(next);
     i = close + 1;
   }
+  // An item without brackets adds a host too: the limit counts every item (hostlist_fuzz found
+  // "n[0-999999],m" giving kMaxHosts + 1).
+  if (hosts->size() + partial.size() > kMaxHosts) return false;
   hosts->insert(hosts->end(), partial.begin(), partial.end());
   return true;
 }

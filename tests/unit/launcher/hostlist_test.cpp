@@ -53,6 +53,15 @@ TEST(Hostlist, MalformedListsAreRefused) {
   }
 }
 
+// The limit counts every item, plain names too (hostlist_fuzz found "n[0-999999],m" expanding
+// to kMaxHosts + 1).
+TEST(Hostlist, TheLimitCountsEveryItem) {
+  EXPECT_EQ(expand_hostlist("n[0-999999]")->size(), kMaxHosts);
+  EXPECT_FALSE(expand_hostlist("n[0-999999],m").has_value());
+  EXPECT_FALSE(expand_hostlist("m,n[0-999999]").has_value());
+  EXPECT_FALSE(first_host("n[0-999999],m").has_value());
+}
+
 TEST(TasksPerNode, CountsAndRepeats) {
   EXPECT_EQ(expand_tasks_per_node("4"), std::vector<int>({4}));
   EXPECT_EQ(expand_tasks_per_node("2(x3),1"), std::vector<int>({2, 2, 2, 1}));
