@@ -452,7 +452,8 @@ TEST_F(TrainerBadImages, SkippedAndCountedWithinTheTolerance) {
   EXPECT_TRUE(std::any_of(warnings.begin(), warnings.end(), [](const std::string& l) {
     return contains(l, "1 sample(s) could not be decoded and were skipped this epoch (4.00%)");
   })) << show(r);
-  EXPECT_TRUE(contains(read_file(ws / "runs/tolerant/train.log"), "1 training sample(s) were skipped in all"));
+  EXPECT_TRUE(contains(read_file(ws / "runs/tolerant/train.log"),
+                       "1 training sample(s) were skipped in all"));
   const Csv metrics = read_csv(ws / "runs/tolerant/metrics.csv");
   ASSERT_EQ(metrics.rows.size(), 1u);
   EXPECT_EQ(metrics.number(0, "skipped_samples"), 1.0);
