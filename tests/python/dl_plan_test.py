@@ -443,8 +443,11 @@ class ProbeTest(unittest.TestCase):
     def test_step_probe_reports_memory_that_grows_with_the_batch(self):
         peaks = {}
         for batch in (8, 40):
+            # Enough batches for the timing rule's most steps (2 warm-up and up to 32 timed, more
+            # under load) at batch 40: 256 samples were 12 steps, and a loaded machine's probe
+            # ran out of them and trained to the end.
             proc, records = self.probe("step", DL_WORKERS=0, DL_BATCH_SIZE=batch,
-                                       TEST_MIB_PER_SAMPLE=4)
+                                       TEST_MIB_PER_SAMPLE=4, TEST_SAMPLES=2048)
             self.assertEqual(proc.returncode, 0, proc.stderr)
             self.assertNotIn("trained to the end", proc.stdout)
             self.assert_handshake(records, "step")
