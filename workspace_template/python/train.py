@@ -401,9 +401,18 @@ class Ranks:
         if self.on:
             self.dist.barrier()
 
-    def end(self):
+    def end(self, ok=True):
         if self.on and self.dist.is_initialized():
+            # PyTorch 1.13's gloo can hang in destroy_process_group once every rank is done
+            # (pytorch#75097): by now every file is written, so a rank still here after 60 s
+            # leaves with the run's status (`ok`: it trained to the end) instead of waiting.
+            import threading
+
+            watchdog = threading.Timer(60, lambda: os._exit(0 if ok else 1))
+            watchdog.daemon = True
+            watchdog.start()
             self.dist.destroy_process_group()
+            watchdog.cancel()
 
 
 def shard(dataset, plan):
@@ -580,10 +589,12 @@ class OptimizedTrainer:
             if not cfg.run_dir:
                 log("no run directory (DL_RUN_DIR is unset): nothing is saved; --run-dir DIR "
                     "saves")
+        ok = False
         try:
             self._epochs()
+            ok = True
         finally:
-            self.ranks.end()
+            self.ranks.end(ok)
 
     def _epochs(self):
         cfg, plan = self.cfg, self.plan
