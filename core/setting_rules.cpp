@@ -162,6 +162,7 @@ const std::map<std::string, Rule>& table() {
       {"dist-timeout", real(1, 86400)},
       {"rdzv-timeout", real(1, 86400)},
       {"lr-scaling", choice({"none", "linear", "sqrt"})},
+      {"reference-batch", integer(1, kMaxBatch)},
       {"bucket-mb", real(0.001, 4096)},
       {"overlap", flag()},
   };

@@ -247,6 +247,10 @@ void read_rank_settings(const settings::Layers& s, Request* r) {
   q.log_ranks = {s.one_of("log-ranks", "0"), s.source("log-ranks")};
   r->lr_scaling = {s.one_of("lr-scaling", "none"), s.source("lr-scaling")};
   if (auto lr = s.real("lr")) r->lr = {*lr, s.source("lr")};
+  if (auto b = s.integer("reference-batch")) {
+    r->reference_batch =
+        Sourced<std::int64_t>{static_cast<std::int64_t>(*b), s.source("reference-batch")};
+  }
 }
 
 // The training settings the batch-size cache is keyed by, and the program and library to use.

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "core/errors.h"
+#include "core/lr_scaling.h"
 #include "core/text.h"
 #include "launcher/cuda_compat.h"
 
@@ -376,27 +377,39 @@ void plan_global_batch(const Request& req, Plan* plan) {
   const std::string lr_from = req.lr.source == "default" ? "default" : "from " + req.lr.source;
   const std::string rule_from =
       req.lr_scaling.source == "default" ? "default" : "from " + req.lr_scaling.source;
-  if (plan->accumulation) {
-    // The rules scale the rate with the batch that grows with the ranks; --global-batch keeps it.
-    plan->learning_rate = {
-        format_number(lr),
-        "kept (lr " + lr_from + "): --global-batch keeps each step's batch" +
-            (rule == "none" ? std::string()
-                            : ", so --lr-scaling " + rule + " (" + rule_from + ") scales it by 1")};
-  } else if (rule == "linear") {
-    plan->learning_rate = {format_number(lr * world),
-                           "--lr-scaling linear (" + rule_from + "): lr " + format_number(lr) +
-                               " (" + lr_from + ") x " + std::to_string(world) + " ranks"};
-  } else if (rule == "sqrt") {
-    plan->learning_rate = {format_number(lr * std::sqrt(static_cast<double>(world))),
-                           "--lr-scaling sqrt (" + rule_from + "): lr " + format_number(lr) + " (" +
-                               lr_from + ") x sqrt(" + std::to_string(world) + ")"};
-  } else {
-    plan->learning_rate = {
-        format_number(lr),
-        "kept (--lr-scaling none, " + rule_from + "; lr " + lr_from + ")" +
-            (world > 1 ? std::string("; linear or sqrt scale it with the world size") : "")};
+  plan->learning_rate_asked = rule != "none" || req.reference_batch.has_value();
+  const LrScale scale =
+      lr_scale(rule, global, plan->batch_size.value, plan->accumulation.has_value(),
+               req.reference_batch ? req.reference_batch->value : 0);
+  const std::string reference =
+      scale.reference_given ? req.reference_batch->source + " " + std::to_string(scale.reference)
+      : plan->accumulation  ? "the kept global batch " + std::to_string(scale.reference)
+                            : "one rank's batch " + std::to_string(scale.reference);
+  if (rule == "none") {
+    plan->learning_rate = {format_number(lr),
+                           "kept (--lr-scaling none, " + rule_from + "; lr " + lr_from + ")" +
+                               (world > 1 || scale.reference_given
+                                    ? std::string("; linear or sqrt scale it with the global batch")
+                                    : std::string())};
+    if (scale.reference_given) {
+      plan->warnings.push_back(req.reference_batch->source + " " + std::to_string(scale.reference) +
+                               " is not used: --lr-scaling none keeps --lr whatever the batch; "
+                               "expected --lr-scaling linear or sqrt with it");
+    }
+    return;
   }
+  const std::string ratio = std::to_string(global) + "/" + std::to_string(scale.reference) +
+                            " (the global batch over " + reference + ")";
+  plan->learning_rate = {
+      format_number(lr * scale.factor),
+      scale.factor == 1
+          ? "kept (lr " + lr_from + "): " +
+                (plan->accumulation && !scale.reference_given
+                     ? std::string("--global-batch keeps each step's batch")
+                     : "the global batch " + std::to_string(global) + " is " + reference) +
+                ", so --lr-scaling " + rule + " (" + rule_from + ") scales it by 1"
+          : "--lr-scaling " + rule + " (" + rule_from + "): lr " + format_number(lr) + " (" +
+                lr_from + ") x " + (rule == "sqrt" ? "sqrt(" + ratio + ")" : ratio)};
 }
 
 }  // namespace

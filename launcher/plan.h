@@ -58,6 +58,8 @@ struct Request {
   // dl-train's learning rate and its rule for several ranks (forwarded; the plan shows them).
   Sourced<double> lr{0.001};
   Sourced<std::string> lr_scaling{"none"};  // none | linear | sqrt
+  // The global batch --lr was tuned for (--reference-batch); unset: one rank's batch.
+  std::optional<Sourced<std::int64_t>> reference_batch;
 };
 
 // How the batch size was searched: now, by probes, or earlier, read from the workspace's cache.
@@ -106,6 +108,8 @@ struct Plan {
   std::vector<RankPlan> ranks;
   Choice<long long> global_batch;
   Choice<std::string> learning_rate;
+  // --lr-scaling or --reference-batch was given: the plan shows the rate even for one rank.
+  bool learning_rate_asked = false;
   std::vector<std::string> warnings;
 };
 

@@ -135,6 +135,7 @@ std::string rank_lines(const Launch& l) {
   if (t.scheduler != "none") out += row("scheduler", t.scheduler, t.scheduler_evidence);
   out += row("processes", std::to_string(t.nproc.value), t.nproc.reason);
   if (t.world_size.value == 1 && p.ranks.size() <= 1) {
+    if (p.learning_rate_asked) out += row("lr", p.learning_rate.value, p.learning_rate.reason);
     for (const auto& n : t.notes) out += "  note: " + n + "\n";
     return out;
   }

@@ -24,11 +24,13 @@ DEFAULT_SEED = 42
 GIVEN = {"workers": "DL_WORKERS", "threads": "DL_THREADS", "batch_size": "DL_BATCH_SIZE",
          "micro_batch": "DL_MICRO_BATCH",
          "device": "DL_DEVICE", "precision": "DL_PRECISION", "seed": "DL_SEED",
-         "data": "DL_DATA", "run_dir": "DL_RUN_DIR"}
+         "data": "DL_DATA", "run_dir": "DL_RUN_DIR", "lr_scaling": "DL_LR_SCALING",
+         "reference_batch": "DL_REFERENCE_BATCH"}
 CONFIG_KEYS = {"DL_WORKERS": "workers", "DL_THREADS": "threads", "DL_BATCH_SIZE": "batch-size",
                "DL_MICRO_BATCH": "micro-batch",
                "DL_DEVICE": "device", "DL_PRECISION": "precision", "DL_SEED": "seed",
-               "DL_DATA": "data"}
+               "DL_DATA": "data", "DL_LR_SCALING": "lr-scaling",
+               "DL_REFERENCE_BATCH": "reference-batch"}
 PROBED = {"loader": "DL_WORKERS", "step": "DL_BATCH_SIZE"}
 
 
@@ -219,6 +221,23 @@ class Plan:
                 pieces = tuple(t[start:start + size] for t in tensors)
                 yield (*pieces, len(pieces[0]) / n)
 
+    def scaled_lr(self, lr):
+        """`lr`, tuned for `reference_batch` samples a step, at the batch each optimizer step
+        averages over here (`global_batch`), by `lr_scaling`: linear multiplies it by
+        global/reference, sqrt by that ratio's square root, none keeps it. Without a reference
+        batch, `lr` is one rank's batch's rate (the rules scale with the world size), or, under
+        dl-launch --global-batch, the kept batch's (nothing scales). dl-launch and dl-train
+        apply the same rule (core/lr_scaling.h)."""
+        rule = self.lr_scaling
+        if rule == "none":
+            return lr
+        reference = self.reference_batch
+        if reference is None:
+            reference = self.global_batch if self.source("global_batch") == "DL_GLOBAL_BATCH" \
+                else self.batch_size
+        ratio = self.global_batch / reference
+        return lr * (ratio if rule == "linear" else ratio ** 0.5)
+
     def describe(self):
         """One line a setting, as dl-launch prints its plan: name, value, where it came from."""
         return "\n".join(f"{name:<17}{str(s.value):<12}({s.source})"
@@ -267,6 +286,21 @@ def read_plan(env=None, given=None):
     s["micro_batch"] = (
         Setting(min(micro, s["batch_size"].value), src.get("DL_MICRO_BATCH")[1]) if micro
         else Setting(s["batch_size"].value, "default: the whole batch at once"))
+    # The batch each optimizer step averages over, and the learning-rate rule for it.
+    kept = _int(env, "DL_GLOBAL_BATCH", 1)
+    world = s["world_size"].value
+    s["global_batch"] = (
+        Setting(kept, "DL_GLOBAL_BATCH") if kept is not None
+        else Setting(s["batch_size"].value * world,
+                     f"batch_size x {world} rank(s)" if world > 1 else "batch_size, one rank"))
+    rule, source = src.get("DL_LR_SCALING")
+    if rule not in ("", "none", "linear", "sqrt"):
+        raise PlanError(f"{source}={rule!r}: expected none, linear or sqrt")
+    s["lr_scaling"] = Setting(rule, source) if rule else Setting("none", "default")
+    reference = _int(src, "DL_REFERENCE_BATCH", 1)
+    s["reference_batch"] = (
+        Setting(reference, src.get("DL_REFERENCE_BATCH")[1]) if reference is not None
+        else Setting(None, "default: one rank's batch"))
     seed = _int(src, "DL_SEED", 0)
     s["seed"] = (Setting(seed, src.get("DL_SEED")[1]) if seed is not None
                  else Setting(DEFAULT_SEED, "default"))

@@ -3,6 +3,8 @@
 // of a run that never stopped: bitwise on the CPU with one compute thread. Equal training loss and
 // accuracy sums for the interrupted epoch mean no sample was taken twice or left out (a sample
 // more or less changes the sum). Under another global batch the resumed run says what it repeats.
+// The learning rate --lr-scaling derives from --reference-batch trains, and resumes, as that rate
+// given outright.
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -16,6 +18,7 @@
 #include <thread>
 #include <vector>
 
+#include "core/checkpoint_note.h"
 #include "model/checkpoint.h"
 #include "support/data_sets.h"
 #include "support/files.h"
@@ -199,6 +202,31 @@ TEST_F(ExactResume, AnotherGlobalBatchSaysWhatItTakesAgain) {
                        "goes on at batch " +
                            std::to_string(taken / 48 + 1) + ", " + again))
       << show(r);
+}
+
+// --lr 0.00025 tuned for a batch of 8, trained at 32 under --lr-scaling linear, is --lr 0.001:
+// the same weights bitwise as the reference run, and the rate in the log and in last.json (which
+// --resume keeps). Under --lr-scaling none a --reference-batch is not used, and the log says so.
+TEST_F(ExactResume, TheReferenceBatchScalesTheLearningRateItTrainsAt) {
+  reference();
+  const Result one = train("s", {"--checkpoint-every", "0", "--lr", "0.00025", "--lr-scaling",
+                                 "linear", "--reference-batch", "8"});
+  ASSERT_EQ(one.code, 0) << show(one);
+  EXPECT_TRUE(contains(one.out,
+                       "lr 0.001: --lr 0.00025 x 4, --lr-scaling linear from "
+                       "--reference-batch 8 to the batch 32"))
+      << show(one);
+  const auto note = parse_checkpoint_note(read_file(ws_ / "runs/s/last.json"));
+  ASSERT_TRUE(note.has_value());
+  EXPECT_EQ(note->base_lr, 0.001);
+  expect_same_as_reference("s");
+
+  const Result unused = train("u", {"--reference-batch", "8"});
+  ASSERT_EQ(unused.code, 0) << show(unused);
+  EXPECT_TRUE(contains(unused.out,
+                       "--reference-batch 8 is not used: --lr-scaling none keeps "
+                       "--lr 0.001"))
+      << show(unused);
 }
 
 TEST_F(ExactResume, BadIntervalIsRefusedWith64NamingTheOption) {

@@ -156,6 +156,45 @@ class MicroBatchTest(unittest.TestCase):
         self.assertEqual(len(entered), 2)
 
 
+class LearningRateTest(unittest.TestCase):
+    """plan.scaled_lr: the rule of core/lr_scaling.h, the cases of tests/unit/core/lr_scaling_test."""
+
+    def lr(self, **env):
+        return plan_mod.read_plan({k: str(v) for k, v in env.items()}).scaled_lr(0.001)
+
+    def test_against_a_reference_batch_the_rule_follows_the_global_batch(self):
+        self.assertAlmostEqual(self.lr(DL_BATCH_SIZE=344, DL_LR_SCALING="linear",
+                                       DL_REFERENCE_BATCH=64), 0.001 * 344 / 64)
+        self.assertAlmostEqual(self.lr(DL_BATCH_SIZE=128, WORLD_SIZE=2, DL_LR_SCALING="sqrt",
+                                       DL_REFERENCE_BATCH=64), 0.002)
+        self.assertAlmostEqual(self.lr(DL_BATCH_SIZE=32, DL_LR_SCALING="linear",
+                                       DL_REFERENCE_BATCH=128), 0.00025)
+        # dl-launch --global-batch 256 over 2 ranks, tuned at 128.
+        self.assertAlmostEqual(self.lr(DL_BATCH_SIZE=128, WORLD_SIZE=2, DL_GLOBAL_BATCH=256,
+                                       DL_MICRO_BATCH=64, DL_LR_SCALING="linear",
+                                       DL_REFERENCE_BATCH=128), 0.002)
+
+    def test_without_a_reference_the_rules_scale_with_the_ranks(self):
+        self.assertAlmostEqual(self.lr(DL_BATCH_SIZE=64, WORLD_SIZE=4, DL_LR_SCALING="linear"),
+                               0.004)
+        self.assertAlmostEqual(self.lr(DL_BATCH_SIZE=64, WORLD_SIZE=4, DL_LR_SCALING="sqrt"),
+                               0.002)
+        # --global-batch keeps each step's batch: nothing grew.
+        self.assertAlmostEqual(self.lr(DL_BATCH_SIZE=128, WORLD_SIZE=2, DL_GLOBAL_BATCH=256,
+                                       DL_LR_SCALING="linear"), 0.001)
+
+    def test_none_keeps_it_and_bad_values_name_themselves(self):
+        self.assertEqual(self.lr(DL_BATCH_SIZE=1024, DL_REFERENCE_BATCH=64), 0.001)
+        p = plan_mod.read_plan({"DL_BATCH_SIZE": "96"})
+        self.assertEqual((p.lr_scaling, p.reference_batch, p.global_batch), ("none", None, 96))
+        for env, words in (({"DL_LR_SCALING": "square"}, "DL_LR_SCALING='square': expected none"),
+                           ({"DL_REFERENCE_BATCH": "0"}, "DL_REFERENCE_BATCH='0'")):
+            with self.subTest(env=env):
+                with self.assertRaises(plan_mod.PlanError) as raised:
+                    plan_mod.read_plan(env)
+                self.assertIn(words, str(raised.exception))
+
+
 class ConfigTest(unittest.TestCase):
     """dl.conf < DL_* < what the script was given < a probe's own value, as dl-launch layers."""
 

@@ -200,6 +200,7 @@ INSTANTIATE_TEST_SUITE_P(
         BadInput{{"--cpu-bind", "sockets"}, exit_code::kUsage, "--cpu-bind"},
         BadInput{{"--log-ranks", "1"}, exit_code::kUsage, "--log-ranks"},
         BadInput{{"--lr-scaling", "square"}, exit_code::kUsage, "linear or sqrt"},
+        BadInput{{"--reference-batch", "0"}, exit_code::kUsage, "--reference-batch"},
         BadInput{{"--dist-backend", "mpi"}, exit_code::kUsage, "gloo or nccl"},
         BadInput{{"--dist-timeout", "0"}, exit_code::kUsage, "--dist-timeout"},
         BadInput{{"--rdzv-timeout", "x"}, exit_code::kUsage, "--rdzv-timeout"},
@@ -224,6 +225,22 @@ TEST_F(OptionsTest, RankOptionsFromEveryLayer) {
   bool forwarded = false;
   for (const auto& [k, v] : o.trainer_env) forwarded |= k == "DL_LR_SCALING" && v == "sqrt";
   EXPECT_TRUE(forwarded);
+}
+
+TEST_F(OptionsTest, ReferenceBatchFromEveryLayerAndHandedOn) {
+  config("reference-batch = 128\n");
+  LaunchOptions o = parse({});
+  ASSERT_TRUE(o.request.reference_batch);
+  EXPECT_EQ(o.request.reference_batch->value, 128);
+  EXPECT_EQ(o.request.reference_batch->source, dir_ + "/dl.conf:1: reference-batch");
+  env("DL_REFERENCE_BATCH", "96");
+  EXPECT_EQ(parse({}).request.reference_batch->value, 96);
+  o = parse({"--reference-batch=256"});
+  EXPECT_EQ(o.request.reference_batch->value, 256);
+  EXPECT_EQ(o.request.reference_batch->source, "--reference-batch");
+  bool forwarded = false;
+  for (const auto& [k, v] : o.trainer_env) forwarded |= k == "DL_REFERENCE_BATCH" && v == "256";
+  EXPECT_TRUE(forwarded) << "dl-train applies the same rule";
 }
 
 TEST_F(OptionsTest, BadEnvironmentValueNamesTheVariable) {

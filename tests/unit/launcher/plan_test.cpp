@@ -314,6 +314,41 @@ TEST(PlanRanks, LearningRateRules) {
   EXPECT_EQ(make_plan(cpu_machine(8), r).learning_rate.value, "0.004");
 }
 
+// --reference-batch: the rate follows the global batch (the searched or given batch x the ranks)
+// from the batch --lr was tuned for, and says so; under --lr-scaling none it is not used, and
+// the plan warns rather than ignore it silently.
+TEST(PlanRanks, LearningRateFollowsTheGlobalBatchFromTheReferenceBatch) {
+  Request r;
+  r.batch_size = {320, "--batch-size"};
+  r.lr = {0.001, "--lr"};
+  r.reference_batch = Sourced<std::int64_t>{64, "--reference-batch"};
+  r.lr_scaling = {"linear", "--lr-scaling"};
+  const Plan linear = make_plan(cpu_machine(8), r);
+  EXPECT_EQ(linear.learning_rate.value, "0.005");
+  EXPECT_TRUE(contains(linear.learning_rate.reason, "320/64")) << linear.learning_rate.reason;
+  EXPECT_TRUE(contains(linear.learning_rate.reason, "--reference-batch 64"))
+      << linear.learning_rate.reason;
+  r.lr_scaling = {"sqrt", "--lr-scaling"};
+  r.batch_size = {256, "--batch-size"};
+  EXPECT_EQ(make_plan(cpu_machine(8), r).learning_rate.value, "0.002");
+  // Two ranks of 128 against 64: the global batch 256 counts, not one rank's.
+  r.ranks.nproc_per_node = {"2", "--nproc-per-node"};
+  r.batch_size = {128, "--batch-size"};
+  EXPECT_EQ(make_plan(cpu_machine(8), r).learning_rate.value, "0.002");
+  // Equal batches: kept, and the reason says why.
+  r.reference_batch = Sourced<std::int64_t>{256, "--reference-batch"};
+  const Plan same = make_plan(cpu_machine(8), r);
+  EXPECT_EQ(same.learning_rate.value, "0.001");
+  EXPECT_TRUE(contains(same.learning_rate.reason, "scales it by 1")) << same.learning_rate.reason;
+
+  r.lr_scaling = {"none", "default"};
+  const Plan unused = make_plan(cpu_machine(8), r);
+  EXPECT_EQ(unused.learning_rate.value, "0.001");
+  ASSERT_FALSE(unused.warnings.empty());
+  EXPECT_TRUE(contains(unused.warnings.back(), "--reference-batch 256 is not used"))
+      << unused.warnings.back();
+}
+
 }  // namespace
 }  // namespace dl::test
 
@@ -389,6 +424,9 @@ TEST(PlanGlobalBatch, KeepsTheRecipesBatchAcrossRanks) {
   const Plan kept = make_plan(cpu_machine(4), scaled);
   EXPECT_EQ(kept.learning_rate.value, "0.001") << "the batch did not grow with the ranks";
   EXPECT_TRUE(contains(kept.learning_rate.reason, "--global-batch")) << kept.learning_rate.reason;
+  // Tuned at 128, kept at 256: the reference batch still scales it.
+  scaled.reference_batch = Sourced<std::int64_t>{128, "--reference-batch"};
+  EXPECT_EQ(make_plan(cpu_machine(4), scaled).learning_rate.value, "0.002");
 }
 
 TEST(PlanGlobalBatch, UnsetKeepsBatchTimesRanks) {

@@ -112,6 +112,16 @@ TEST(ReportText, DryRunSaysTheRunDirectoryIsNotCreated) {
   EXPECT_THAT(text, Not(HasSubstr("report.html")));
 }
 
+// One rank shows the learning rate only where a rule or a reference batch was asked for.
+TEST(ReportText, OneRankShowsTheLearningRateWhenAskedToScaleIt) {
+  Launch l = gpu_launch();
+  l.plan.learning_rate = {"0.005", "--lr-scaling linear (from --lr-scaling): lr 0.001 x 320/64"};
+  EXPECT_THAT(render_text(l, false), Not(HasSubstr("\n  lr ")));
+  l.plan.learning_rate_asked = true;
+  EXPECT_THAT(render_text(l, false),
+              HasSubstr("\n  lr         0.005     (--lr-scaling linear (from --lr-scaling)"));
+}
+
 TEST(ReportText, CpuMachineWithMeasuredWorkersAndUnknownData) {
   Launch l = gpu_launch();
   l.facts.gpu = GpuReport{false, "NVML not found", "", 0, {}};
@@ -240,8 +250,10 @@ TEST(ReportJson, BatchSearchWithItsTrials) {
   EXPECT_EQ(at(*json, "batch_search.objective").as_string(), "fastest");
   EXPECT_EQ(at(*json, "batch_search.largest").as_i64(), 32);
   EXPECT_EQ(at(*json, "batch_search.fastest").as_i64(), 32);
-  EXPECT_DOUBLE_EQ(at(*json, "batch_search.best_samples_per_second").as_double().value_or(0), 1600.0);
-  EXPECT_THAT(at(*json, "batch_search.why").as_string().value_or(""), HasSubstr("the best rate measured"));
+  EXPECT_DOUBLE_EQ(at(*json, "batch_search.best_samples_per_second").as_double().value_or(0),
+                   1600.0);
+  EXPECT_THAT(at(*json, "batch_search.why").as_string().value_or(""),
+              HasSubstr("the best rate measured"));
 
   const std::string text = render_text(l, false);
   EXPECT_THAT(text, HasSubstr("batch search  fastest batch within "));

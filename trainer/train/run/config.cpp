@@ -157,6 +157,7 @@ ParsedArgs parse_train_args(int argc, const char* const argv[]) {
   if (auto v = s.real("dist-timeout")) c.dist_timeout = *v;
   if (auto v = s.real("rdzv-timeout")) c.rdzv_timeout = *v;
   c.lr_scaling = s.one_of("lr-scaling", "none");
+  if (auto v = s.integer("reference-batch")) c.reference_batch = *v;
   if (auto v = s.real("bucket-mb")) c.bucket_mb = *v;
   if (auto v = s.flag("overlap")) c.overlap = *v;
 

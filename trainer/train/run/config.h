@@ -57,6 +57,7 @@ struct TrainConfig {
   double dist_timeout = 300.0;        // seconds
   double rdzv_timeout = 300.0;        // seconds
   std::string lr_scaling = "none";    // none | linear | sqrt
+  std::int64_t reference_batch = 0;   // --reference-batch: the global batch --lr was tuned for
   double bucket_mb = 25.0;
   bool overlap = true;
   std::string run_dir;      // DL_RUN_DIR, else runs/<timestamp> in the working directory

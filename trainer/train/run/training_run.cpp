@@ -23,6 +23,7 @@
 #include "core/dir_fd.h"
 #include "core/errors.h"
 #include "core/files.h"
+#include "core/lr_scaling.h"
 #include "core/text.h"
 #include "core/workspace.h"
 #include "data/shard_order.h"
@@ -351,25 +352,36 @@ void agree_on_batch_and_lr(TrainingRun& run) {
     run.batch_size = static_cast<int>(a.per_rank);
     run.micro_batch = a.steps > 1 ? a.micro : 0;
   }
-  const double n = run.world.size();
-  const double factor = global_batch > 0           ? 1.0
-                        : c.lr_scaling == "linear" ? n
-                        : c.lr_scaling == "sqrt"   ? std::sqrt(n)
-                                                   : 1.0;
-  run.base_lr = kept.base_lr > 0 ? kept.base_lr : c.lr * factor;
+  const std::int64_t step_batch = static_cast<std::int64_t>(run.batch_size) * run.world.size();
+  const LrScale scale =
+      lr_scale(c.lr_scaling, step_batch, run.batch_size, global_batch > 0, c.reference_batch);
+  run.base_lr = kept.base_lr > 0 ? kept.base_lr : c.lr * scale.factor;
   if (kept.base_lr > 0) {
     spdlog::info("--resume keeps the checkpoint's learning rate {:g} (--lr {:g}, as then)",
                  run.base_lr, c.lr);
+  } else if (c.lr_scaling == "none" && scale.reference_given) {
+    spdlog::warn(
+        "--reference-batch {} is not used: --lr-scaling none keeps --lr {:g} whatever the batch; "
+        "expected --lr-scaling linear or sqrt with it",
+        c.reference_batch, c.lr);
+  } else if (scale.factor != 1 && run.world.size() == 1) {
+    spdlog::info(
+        "lr {:g}: --lr {:g} x {:.4g}, --lr-scaling {} from --reference-batch {} to the "
+        "batch {}",
+        run.base_lr, c.lr, scale.factor, c.lr_scaling, scale.reference, step_batch);
   }
   if (run.world.size() > 1) {
-    spdlog::info(
-        "batch {} per rank x {} ranks = {} global; lr {:g} ({})", run.batch_size, run.world.size(),
-        static_cast<std::int64_t>(run.batch_size) * run.world.size(), run.base_lr,
-        kept.base_lr > 0         ? "the checkpoint's"
-        : c.lr_scaling == "none" ? "--lr kept"
-        : global_batch > 0
-            ? fmt::format("--lr kept: the global batch {} is kept for each step", global_batch)
-            : fmt::format("--lr {:g} x {:g}, --lr-scaling {}", c.lr, factor, c.lr_scaling));
+    spdlog::info("batch {} per rank x {} ranks = {} global; lr {:g} ({})", run.batch_size,
+                 run.world.size(), step_batch, run.base_lr,
+                 kept.base_lr > 0         ? "the checkpoint's"
+                 : c.lr_scaling == "none" ? "--lr kept"
+                 : scale.factor == 1
+                     ? fmt::format("--lr kept: the global batch {} is the one --lr was tuned for",
+                                   step_batch)
+                     : fmt::format("--lr {:g} x {:.4g}, --lr-scaling {} from {} {}", c.lr,
+                                   scale.factor, c.lr_scaling,
+                                   scale.reference_given ? "--reference-batch" : "one rank's batch",
+                                   scale.reference));
   }
 }
 
