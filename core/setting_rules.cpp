@@ -139,6 +139,7 @@ const std::map<std::string, Rule>& table() {
       {"seed", integer(0, kLongMax)},
       {"log-every", integer(1, 1 << 30)},
       {"monitor-every", real(0, 86400)},
+      {"time-breakdown", flag()},
       {"max-bad-fraction", real(0, 1)},
       // Up to 2^40: beyond any image a machine could decode, and 8 bytes a pixel stay in range.
       {"max-image-pixels", integer(1, 1ll << 40)},

@@ -80,6 +80,7 @@ po::options_description make_train() {
     ("seed", value("seed"), "random seed (default 42)")
     ("log-every", value("log-every"), "batches between log lines (default 100)")
     ("monitor-every", value("monitor-every"), "seconds between resource reports, 0 for none (default 30)")
+    ("time-breakdown", value("time-breakdown"), "time each step's parts (the copy, the optimizer) for the breakdown of where the time goes: per epoch in metrics.csv and the log, a table and a verdict at the end (default true; false leaves the copy and the optimizer inside compute)")
     ("max-bad-fraction", value("max-bad-fraction"), "undecodable samples tolerated before failing (default 0.01)")
     ("max-image-pixels", value("max-image-pixels"), "image files whose header claims more pixels are skipped as bad samples, unread (default 178956970, PIL's limit)")
     ("shuffle-buffer", value("shuffle-buffer"), "shards: training reads the shards in an order shuffled per epoch and mixes their samples in a buffer of this many, 0 for none (default 2000)")

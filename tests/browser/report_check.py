@@ -147,6 +147,25 @@ def check(dom_text, log, args):
         if len(ticks) < 4:
             fail("chart %s: %d tick labels" % (chart, len(ticks)))
 
+    # Where the time went: a band a phase that took time (at least data, compute and validation
+    # in any run), stacked, with a marker a phase at every epoch.
+    bands = [e for e in els if e[0] == "polygon" and "band" in e[1].get("class", "").split()
+             and inside(e, "figure", **{"data-chart": "time-breakdown"})]
+    pts = [e for e in els if e[0] == "circle" and "pt" in e[1].get("class", "").split()
+           and inside(e, "figure", **{"data-chart": "time-breakdown"})]
+    phases = {e[1].get("data-series") for e in pts}
+    if args.epochs > 0:
+        if len(bands) < 3 or len(bands) != len(phases):
+            fail("time breakdown: %d bands for %d phases %s, expected one a phase, at least 3"
+                 % (len(bands), len(phases), sorted(phases)))
+        if not {"data", "compute", "eval"} <= phases:
+            fail("time breakdown: phases %s lack data, compute or eval" % sorted(phases))
+        if len(pts) != len(phases) * args.epochs:
+            fail("time breakdown: %d markers, expected %d phases x %d epochs"
+                 % (len(pts), len(phases), args.epochs))
+    elif bands:
+        fail("time breakdown: %d bands before any epoch" % len(bands))
+
     # The confusion matrix: K x K counts, the class names on both axes.
     table = [e for e in els if e[0] == "table" and e[1].get("id") == "confusion"]
     if args.classes == 0:

@@ -77,9 +77,24 @@ int main(int argc, char** argv) {
   r.setup = {{"model", "cnn", ""}, {"device", "cpu", ""}};
   for (int e = 1; e <= epochs; ++e) {
     const double t = e;
-    r.epochs.push_back({e, 0.9 / t, 0.7 + 0.2 * (1 - 1 / t), 0.95 / t, 0.68 + 0.2 * (1 - 1 / t),
-                        1e-3 * 0.5 * (1 + std::cos(M_PI * (e - 1) / epochs)), 20.0, 1500.0 + 10 * e,
-                        12.0 - e});
+    r.epochs.push_back({e,
+                        0.9 / t,
+                        0.7 + 0.2 * (1 - 1 / t),
+                        0.95 / t,
+                        0.68 + 0.2 * (1 - 1 / t),
+                        1e-3 * 0.5 * (1 + std::cos(M_PI * (e - 1) / epochs)),
+                        20.0,
+                        1500.0 + 10 * e,
+                        12.0 - e,
+                        // 20 s an epoch: the data wait shrinks as compute grows, the rest stays.
+                        {{"data", 2.4 - 0.2 * t},
+                         {"copy", 0.2},
+                         {"compute", 14.0 + 0.2 * t},
+                         {"optimizer", 1.0},
+                         {"exchange", 0.0},
+                         {"checkpoint", 0.4},
+                         {"eval", 1.6},
+                         {"other", 0.4}}});
   }
   for (int s = 0; s < 40; ++s) {
     ResourcePoint p;

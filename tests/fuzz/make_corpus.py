@@ -419,6 +419,13 @@ def metrics_csv():
     write("metrics_csv", "non-finite", bytes([9]) + (header + "nan,1,1,1,1,1,1,1,1,1,0,0\n"
                                                     "1,inf,-inf,1e308,nan,0,0,0,0,0,0,0\n").encode())
     write("metrics_csv", "header-again", bytes([5]) + (header + rows + "epoch,val_acc\n3,0.9\n").encode())
+    # The time breakdown's columns and the verdict's text column, as dl-train writes them now.
+    timed = (header.rstrip("\n") + ",time_data_s,time_copy_s,time_compute_s,time_optimizer_s,"
+             "time_exchange_s,time_checkpoint_s,time_eval_s,time_other_s,bound\n")
+    write("metrics_csv", "time-breakdown", bytes([2]) + (
+        timed + "1,0.9,0.7,0.8,0.72,0.001,10.0,1000.0,4.1,41.00,0,0,4.1,0.1,4.5,0.2,0,0.1,1.0,0,"
+        "data-bound\n2,0.5,0.8,0.6,0.80,0.0009,10.0,1100.0,0,0,0,0,0,0,0,0,0,0,0,0,\n"
+        "3,0.5,0.8,0.6,0.80,0.0009,10.0,1100.0,0,0,0,0,-1,nan,1e308,0,0,0,0,0,x\n").encode())
 
 
 # --- what probed programs print: dl-train's report, dl_plan's protocol lines, a script ---------

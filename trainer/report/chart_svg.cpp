@@ -171,14 +171,60 @@ std::string lines(const LineChart& c, const Frame& f) {
   return out;
 }
 
-// A marker at each finite point, with its value for the page's readout and a tooltip.
-std::string markers(const LineChart& c, const Frame& f) {
+// A stacked chart as drawn: each series' y the running sum over the series up to it (a
+// non-finite value counts as 0 in the sums below it and stays a gap in its own).
+LineChart stacked_tops(const LineChart& c) {
+  LineChart drawn = c;
+  std::vector<double> sum;
+  for (auto& s : drawn.series) {
+    sum.resize(std::max(sum.size(), s.y.size()), 0.0);
+    for (std::size_t i = 0; i < s.y.size(); ++i) {
+      if (!std::isfinite(s.y[i])) continue;
+      sum[i] += s.y[i];
+      s.y[i] = sum[i];
+    }
+  }
+  return drawn;
+}
+
+// Each series of a stacked chart (as drawn) as a filled band from the top below it to its own.
+std::string bands(const LineChart& drawn, const Frame& f) {
   std::string out;
-  for (const auto& s : c.series) {
+  std::vector<double> below;
+  for (const auto& s : drawn.series) {
+    const std::size_t n = std::min(s.x.size(), s.y.size());
+    below.resize(std::max(below.size(), n), 0.0);
+    std::string top, bottom;
+    for (std::size_t i = 0; i < n; ++i) {
+      const double y = std::isfinite(s.y[i]) ? s.y[i] : below[i];
+      if (!top.empty()) top += ' ';
+      top += num(f.px(s.x[i])) + "," + num(f.py(y));
+    }
+    for (std::size_t i = n; i-- > 0;) {
+      bottom += ' ' + num(f.px(s.x[i])) + "," + num(f.py(below[i]));
+    }
+    for (std::size_t i = 0; i < n; ++i) {
+      if (std::isfinite(s.y[i])) below[i] = s.y[i];
+    }
+    if (n == 0) continue;
+    out += "<polygon class=\"band\" fill=\"" + html_escape(s.color) +
+           "\" fill-opacity=\"0.55\" stroke=\"" + html_escape(s.color) + "\" points=\"" + top +
+           bottom + "\"/>";
+  }
+  return out;
+}
+
+// A marker at each finite point, with its value for the page's readout and a tooltip (`values`:
+// the series' own values where the markers sit elsewhere, on a stacked chart's tops).
+std::string markers(const LineChart& c, const Frame& f, const LineChart& values) {
+  std::string out;
+  for (std::size_t k = 0; k < c.series.size(); ++k) {
+    const auto& s = c.series[k];
+    const auto& own = values.series[k].y;
     const std::string name = html_escape(s.name);
     for (std::size_t i = 0; i < s.x.size() && i < s.y.size(); ++i) {
       if (!std::isfinite(s.y[i]) || !std::isfinite(s.x[i])) continue;
-      const std::string value = html_escape(format_chart_value(c.y_format, s.y[i]));
+      const std::string value = html_escape(format_chart_value(c.y_format, own[i]));
       out += "<circle class=\"pt\" r=\"3.2\" cx=\"" + num(f.px(s.x[i])) + "\" cy=\"" +
              num(f.py(s.y[i])) + "\" fill=\"" + html_escape(s.color) + "\" data-series=\"" + name +
              "\" data-x=\"" + format_value("%g", s.x[i]) + "\" data-y=\"" + value + "\"><title>" +
@@ -191,7 +237,8 @@ std::string markers(const LineChart& c, const Frame& f) {
 
 }  // namespace
 
-std::string render_line_chart(const LineChart& c) {
+std::string render_line_chart(const LineChart& chart) {
+  const LineChart c = chart.stacked ? stacked_tops(chart) : chart;
   std::string out = "<figure class=\"chart\" data-chart=\"" + html_escape(c.id) + "\">";
   out += "<figcaption><b>" + html_escape(c.title) + "</b>" + legend(c) +
          "<span class=\"readout\"></span></figcaption>";
@@ -215,8 +262,8 @@ std::string render_line_chart(const LineChart& c) {
     return out;
   }
   const Frame f = frame_for(c, xr, yr);
-  out += grid(c, f) + lines(c, f);
-  if (c.markers) out += markers(c, f);
+  out += grid(c, f) + (c.stacked ? bands(c, f) : lines(c, f));
+  if (c.markers) out += markers(c, f, chart);
   return out + "</svg></figure>";
 }
 

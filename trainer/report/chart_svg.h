@@ -35,7 +35,10 @@ struct LineChart {
   std::optional<double> y_min, y_max;  // a fixed range (shares: 0 to 100); else the data's
   bool integer_x = false;              // x ticks at whole numbers only (epochs)
   bool markers = true;                 // a marker per point (few points: epochs)
-  ValueFormat y_format;                // the values in hover titles
+  // Each series drawn as a band on top of those before it (shares that add up: where an epoch's
+  // time went); a marker sits on its band's top and carries the series' own value.
+  bool stacked = false;
+  ValueFormat y_format;  // the values in hover titles
   std::string empty_text = "no data yet";
 };
 

@@ -38,10 +38,13 @@ std::vector<EpochPoint> parse_metrics_csv(const std::string& text, int up_to) {
     double epoch = 0;
     bool ok = true;
     for (std::size_t i = 0; i < header.size() && ok; ++i) {
+      const std::string& h = header[i];
+      if (h == "bound") continue;  // the verdict's name: text, for a reader of the file
       double v = 0;
       ok = to_double(fields[i], &v);
-      const std::string& h = header[i];
-      if (h == "epoch")
+      if (h.size() > 7 && h.compare(0, 5, "time_") == 0 && h.compare(h.size() - 2, 2, "_s") == 0) {
+        p.time_seconds.emplace_back(h.substr(5, h.size() - 7), v);
+      } else if (h == "epoch")
         epoch = v;
       else if (h == "train_loss")
         p.train_loss = v;

@@ -134,6 +134,53 @@ ChartSeries epoch_series(const RunReport& r, const std::string& name, const std:
   return s;
 }
 
+// Where each epoch's time went (metrics.csv's time_<phase>_s), a band a phase stacked to 100%:
+// the phases in the file's order, those that never took time left out.
+LineChart time_chart(const RunReport& r) {
+  static const std::vector<std::pair<std::string, std::string>> kColors = {
+      {"data", "#dc2626"},      {"copy", "#f59e0b"},     {"compute", "#2563eb"},
+      {"optimizer", "#7c3aed"}, {"exchange", "#db2777"}, {"checkpoint", "#059669"},
+      {"eval", "#0891b2"},      {"other", "#94a3b8"}};
+  LineChart c;
+  c.id = "time-breakdown";
+  c.title = "Where the time went";
+  c.x_label = "epoch";
+  c.y_label = "share of the epoch (%)";
+  c.integer_x = true;
+  c.stacked = true;
+  c.y_min = 0;
+  c.y_max = 100;
+  c.y_format = {true, 1, "%"};
+  c.empty_text = "no time breakdown in metrics.csv";
+  std::vector<std::string> phases;
+  for (const auto& e : r.epochs) {
+    for (const auto& [name, seconds] : e.time_seconds) {
+      if (seconds > 0 && std::find(phases.begin(), phases.end(), name) == phases.end()) {
+        phases.push_back(name);
+      }
+    }
+  }
+  for (const auto& name : phases) {
+    ChartSeries s;
+    s.name = name;
+    s.color = "#64748b";
+    for (const auto& [known, color] : kColors) {
+      if (known == name) s.color = color;
+    }
+    for (const auto& e : r.epochs) {
+      double total = 0, mine = 0;
+      for (const auto& [phase, seconds] : e.time_seconds) {
+        total += seconds;
+        if (phase == name) mine = seconds;
+      }
+      s.x.push_back(e.epoch);
+      s.y.push_back(total > 0 ? 100.0 * mine / total : std::nan(""));
+    }
+    c.series.push_back(std::move(s));
+  }
+  return c;
+}
+
 LineChart epoch_chart(const std::string& id, const std::string& title, const std::string& y_label) {
   LineChart c;
   c.id = id;
@@ -186,6 +233,7 @@ std::string curves(const RunReport& r) {
   wait.series.push_back(epoch_series(r, "data wait", "#dc2626",
                                      [](const EpochPoint& e) { return e.data_wait_percent; }));
   out += render_line_chart(wait);
+  out += render_line_chart(time_chart(r));
 
   LineChart time = epoch_chart("epoch-time", "Epoch time", "seconds (training + validation)");
   time.y_min = 0;

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/dir_fd.h"
@@ -29,6 +30,8 @@ struct EpochPoint {
   double seconds = 0;
   double samples_per_second = 0;
   double data_wait_percent = 0;
+  // metrics.csv's time_<phase>_s columns, in their order: where the epoch's time went.
+  std::vector<std::pair<std::string, double>> time_seconds;
 };
 
 // One resource monitor sample; what could not be read is absent.

@@ -28,7 +28,7 @@ RunReport sample(int epochs) {
   r.run_name = "run";
   r.epochs_total = 10;
   for (int e = 1; e <= epochs; ++e) {
-    r.epochs.push_back({e, 1.0 / e, 0.5, 1.1 / e, 0.6, 1e-3, 10, 1000, 5});
+    r.epochs.push_back({e, 1.0 / e, 0.5, 1.1 / e, 0.6, 1e-3, 10, 1000, 5, {}});
   }
   return r;
 }
@@ -140,6 +140,35 @@ TEST(ChartSvg, IntegerAxisForEpochsAndBrokenLines) {
   EXPECT_THAT(svg, Not(HasSubstr("text-anchor=\"middle\">1.5</text>")));
 }
 
+// A stacked chart draws a band a series from the top below it to its own, puts the markers on
+// the tops and gives them each series' own value.
+TEST(ChartSvg, StackedBandsSitOnEachOtherAndMarkersSayTheirOwnShare) {
+  LineChart c;
+  c.id = "t";
+  c.integer_x = true;
+  c.stacked = true;
+  c.y_min = 0;
+  c.y_max = 100;
+  c.y_format = {true, 0, "%"};
+  c.series.push_back({"data", "#f00", {1, 2}, {40, 10}, false});
+  c.series.push_back({"compute", "#00f", {1, 2}, {60, 90}, false});
+  const std::string svg = render_line_chart(c);
+  EXPECT_EQ(count(svg, "<polygon class=\"band\""), 2u);
+  EXPECT_EQ(count(svg, "<polyline"), 0u);
+  EXPECT_EQ(count(svg, "class=\"pt\""), 4u);
+  // compute's markers say 60% and 90%, though they sit at the stack's top, 100%.
+  EXPECT_THAT(svg, HasSubstr("data-series=\"compute\" data-x=\"1\" data-y=\"60%\""));
+  EXPECT_THAT(svg, HasSubstr("data-series=\"compute\" data-x=\"2\" data-y=\"90%\""));
+  // Both compute markers at the same height (the top), data's at two heights.
+  const auto cy = [&](const std::string& series, const std::string& x) {
+    const std::size_t at = svg.find("data-series=\"" + series + "\" data-x=\"" + x + "\"");
+    const std::size_t c0 = svg.rfind("cy=\"", at);
+    return svg.substr(c0 + 4, svg.find('"', c0 + 4) - c0 - 4);
+  };
+  EXPECT_EQ(cy("compute", "1"), cy("compute", "2"));
+  EXPECT_NE(cy("data", "1"), cy("data", "2"));
+}
+
 TEST(PlanSummary, ReadsFactsPlanAndReasons) {
   RunReport r;
   read_plan_json(R"({"format": "dl-launch-plan", "version": 1,
@@ -212,6 +241,21 @@ TEST(MetricsHistory, ReadsRowsUpToTheResumedEpochKeepingTheLastOfEach) {
   EXPECT_DOUBLE_EQ(rows[1].val_acc, 0.82);
   EXPECT_DOUBLE_EQ(rows[1].samples_per_second, 1200.0);
   EXPECT_DOUBLE_EQ(rows[1].data_wait_percent, 8.0);
+}
+
+// The time breakdown's columns are read in their order, and the verdict's text column does not
+// make a row unreadable.
+TEST(MetricsHistory, ReadsTheTimeBreakdownBesideTheVerdictsName) {
+  const std::string csv =
+      "epoch,epoch_seconds,time_data_s,time_compute_s,time_eval_s,bound\n"
+      "1,10.0,4.0,5.0,1.0,data-bound\n"
+      "2,10.0,x,5.0,1.0,data-bound\n";
+  const auto rows = parse_metrics_csv(csv, 5);
+  ASSERT_EQ(rows.size(), 1u) << "a number that is not one still drops its row";
+  ASSERT_EQ(rows[0].time_seconds.size(), 3u);
+  EXPECT_EQ(rows[0].time_seconds[0].first, "data");
+  EXPECT_DOUBLE_EQ(rows[0].time_seconds[0].second, 4.0);
+  EXPECT_EQ(rows[0].time_seconds[2].first, "eval");
 }
 
 TEST(ResourceHistory, StaysBoundedAndSpansTheRun) {

@@ -4,6 +4,7 @@
 #include <spdlog/spdlog.h>
 #include <torch/torch.h>
 
+#include <chrono>
 #include <optional>
 #include <utility>
 
@@ -150,6 +151,8 @@ StepResult StepRunner::train(const at::Tensor& images, const at::Tensor& labels)
     }
     if (!failed) break;
   }
+  const auto optimizing =
+      timed_ ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point();
   try {
     // Clipping needs the true gradients: unscale first (a no-op without loss scaling). In a
     // distributed run they are already the average over the ranks, so every rank clips, skips
@@ -163,6 +166,10 @@ StepResult StepRunner::train(const at::Tensor& images, const at::Tensor& labels)
     throw UserError(exit_code::kUnavailable,
                     "out of memory in the optimizer step on " + device_.str() +
                         " (its state is allocated at the first step): the model does not fit");
+  }
+  if (timed_) {
+    r.optimizer_seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - optimizing).count();
   }
   return r;
 }

@@ -45,6 +45,9 @@ struct StepResult {
   bool stepped = true;      // false: the scaler found inf/NaN gradients and skipped the step
   int stop_signal = 0;      // distributed: the stop signal the ranks agreed on after this step
   bool checkpoint = false;  // distributed: the ranks agreed to write a checkpoint after this step
+  // Host seconds in unscale, clipping and the optimizer's step (set_timed; exact on the CPU, the
+  // time to queue the work on a GPU).
+  double optimizer_seconds = 0;
 };
 
 class StepRunner {
@@ -69,6 +72,9 @@ class StepRunner {
   // decision is taken together (step_sync.h). Null (the default): one process.
   void set_sync(StepSync* sync) { sync_ = sync; }
 
+  // Time the optimizer's part of each step (StepResult::optimizer_seconds): two clock reads.
+  void set_timed(bool timed) { timed_ = timed; }
+
  private:
   // The batch in micro-batches: the forward of each, and in training its backward, the
   // gradients accumulating so that the pieces' sum to the batch's.
@@ -86,6 +92,7 @@ class StepRunner {
   double clip_norm_;
   MicroBatching micro_;
   StepSync* sync_ = nullptr;
+  bool timed_ = false;
 };
 
 }  // namespace dl::train

@@ -4,6 +4,8 @@
 #include <cstdint>
 #include <string>
 
+#include "train/monitor/time_breakdown.h"
+
 namespace dl::train {
 
 struct EpochMetrics {
@@ -17,6 +19,7 @@ struct EpochMetrics {
   double data_wait_percent = 0;
   std::int64_t skipped = 0;
   std::int64_t overflow_steps = 0;  // fp16: optimizer steps the loss scaler skipped (inf/NaN)
+  TimeBreakdown time;               // where `seconds` went: time_<phase>_s, then the verdict
 };
 
 // Appends one row, writing the header first when the file is new. Throws UserError 73 when the

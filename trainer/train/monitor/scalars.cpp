@@ -42,6 +42,13 @@ std::vector<report::Scalar> epoch_scalars(const EpochMetrics& m) {
   put(out, "epoch/data_wait_percent", m.data_wait_percent);
   put(out, "epoch/skipped_samples", static_cast<double>(m.skipped));
   put(out, "epoch/overflow_steps", static_cast<double>(m.overflow_steps));
+  // Where the epoch's time went, a share a phase (a stacked view in TensorBoard's custom charts).
+  const double total = m.time.total();
+  for (std::size_t i = 0; i < kPhases; ++i) {
+    const auto p = static_cast<Phase>(i);
+    put(out, std::string("time/") + phase_name(p) + "_percent",
+        total > 0 ? 100.0 * m.time[p] / total : 0.0);
+  }
   return out;
 }
 

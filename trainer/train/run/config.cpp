@@ -122,6 +122,7 @@ ParsedArgs parse_train_args(int argc, const char* const argv[]) {
   }
   if (auto v = s.integer("log-every")) c.log_every = static_cast<int>(*v);
   if (auto v = s.real("monitor-every")) c.monitor_every = *v;
+  if (auto v = s.flag("time-breakdown")) c.time_breakdown = *v;
   if (auto v = s.real("max-bad-fraction")) c.max_bad_fraction = *v;
   if (auto v = s.integer("max-image-pixels")) c.max_image_pixels = *v;
   if (auto v = s.integer("shuffle-buffer")) c.shuffle_buffer = *v;

@@ -41,6 +41,7 @@ struct TrainConfig {
   std::uint64_t seed = 42;
   int log_every = 100;
   double monitor_every = 30.0;
+  bool time_breakdown = true;  // time the copy and the optimizer apart from compute
   double max_bad_fraction = 0.01;
   std::int64_t max_image_pixels = data::kDefaultMaxImagePixels;
   std::int64_t shuffle_buffer = 2000;  // shards: samples mixed after the shard order's shuffle

@@ -586,6 +586,8 @@ TrainingRun::TrainingRun(const TrainConfig& cfg)
   }
   runner = std::make_unique<StepRunner>(*net, *optimizer, params, *scaler, precision.precision,
                                         device, config.clip_norm, micro);
+  // On a GPU the host's clock sees the time to queue the optimizer's work, not to run it.
+  runner->set_timed(config.time_breakdown && !device.is_cuda());
   if (world.group() != nullptr) attach_distributed_step(*this);
   make_loaders(*this, workers);
   if (world.writes() && config.checkpoint_every.enabled()) {

@@ -30,6 +30,7 @@
 #include "train/monitor/confusion.h"
 #include "train/monitor/live_report.h"
 #include "train/monitor/monitor.h"
+#include "train/monitor/time_breakdown.h"
 #include "train/resume/checkpoint_writer.h"
 #include "train/resume/epoch_position.h"
 #include "train/run/config.h"
@@ -100,8 +101,12 @@ struct TrainingRun {
   double best_val_acc = 0.0;
   double last_val_acc = 0.0;
   std::atomic<std::int64_t> global_step{0};  // also read by the monitor's thread
-  std::int64_t skipped_total = 0;            // undecodable samples over all epochs
-  data::SkipCounts skip_counts_total{};      // skipped_total, by reason
+  // Nanoseconds the checkpoint writer's thread spent writing beside training (the time breakdown
+  // counts them against the steps on a CPU, whose cores the write shares).
+  std::atomic<std::int64_t> background_write_ns{0};
+  TimeBreakdown time_total;              // where the epochs' time went, over the run
+  std::int64_t skipped_total = 0;        // undecodable samples over all epochs
+  data::SkipCounts skip_counts_total{};  // skipped_total, by reason
 
   // The classes in label order and what rebuilds the model: recorded in every checkpoint.
   std::vector<std::string> class_names;
