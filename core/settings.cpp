@@ -101,7 +101,7 @@ po::options_description make_train() {
     ("dist-timeout", value("dist-timeout"), "distributed: seconds a collective may wait for the other ranks (default 300)")
     ("rdzv-timeout", value("rdzv-timeout"), "distributed: seconds for every rank to arrive at MASTER_ADDR:MASTER_PORT (default 300)")
     ("lr-scaling", value("lr-scaling"), "none keeps --lr; linear multiplies it by the global batch over --reference-batch, sqrt by that ratio's square root (without --reference-batch: by the world size, or its square root) (default none)")
-    ("reference-batch", value("reference-batch"), "the global batch --lr was tuned for: --lr-scaling linear or sqrt scales --lr from it to the batch each optimizer step averages over (the batch the search chose times the ranks, or --global-batch) (default: one rank's batch)")
+    ("reference-batch", value("reference-batch"), "the global batch --lr was tuned for: --lr-scaling linear or sqrt scales --lr from it to the batch each optimizer step averages over (the batch size times the ranks, or --global-batch) (default: one rank's batch)")
     ("bucket-mb", value("bucket-mb"), "distributed: gradient bucket size in MiB, as DDP's bucket_cap_mb (default 25)")
     ("overlap", value("overlap"), "distributed: reduce gradient buckets during backward (default true; false waits for backward to end)");
   // clang-format on

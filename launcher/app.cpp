@@ -553,6 +553,32 @@ std::optional<std::string> learn_data_facts(const LaunchOptions& opts, Launch& l
   return std::nullopt;
 }
 
+// --resume of dl-train: the recipe its last.json records (the global batch where this world
+// splits it, and the learning rate while --lr is the run's), which dl-train keeps, so that the
+// plan, plan.json and the batch handed over say what training will do. dl-train reads the note
+// again itself (and says what it keeps); a missing or stale note changes nothing here.
+void adopt_resumed_recipe(Launch& launch) {
+  std::optional<CheckpointNote> note;
+  {
+    const ActAs owner(launch.run_as);
+    note = read_checkpoint_note(launch.run_dir + "/last.pt");
+  }
+  if (!note) return;
+  Request& req = launch.request;
+  const std::string from = "--resume: runs/" + launch.run_name + "/" + kCheckpointNoteName;
+  bool changed = false;
+  if (note->lr && note->base_lr && *note->lr == req.lr.value) {
+    req.resumed_lr = Sourced<double>{*note->base_lr, from};
+    changed = true;
+  }
+  const int world = launch.plan.topology.world_size.value;
+  if (!req.global_batch && note->global_batch && world > 0 && *note->global_batch % world == 0) {
+    req.global_batch = Sourced<std::int64_t>{*note->global_batch, from};
+    changed = true;
+  }
+  if (changed) replan(launch);
+}
+
 // Probe, plan, the run's name and, with `check_run`, what the start would do to its directory;
 // where the plan wants it, the batch-size search and a second plan around its answer; then rank
 // 0's port, the pinning and the program's environment.
@@ -568,6 +594,7 @@ void plan_launch(const LaunchOptions& opts, Launch& launch, bool check_run) {
   if (launch.config_file) launch.forwarded.emplace_back("DL_CONFIG", *launch.config_file);
   // Before the batch-size search's probes: a start that would be refused says so at once.
   if (check_run) check_run_dir(opts, launch);
+  if (opts.resume && launch.request.default_program) adopt_resumed_recipe(launch);
   settle_port(launch);
   launch.env = child_environment(launch);
   std::optional<std::string> facts_warning;

@@ -377,7 +377,15 @@ void plan_global_batch(const Request& req, Plan* plan) {
   const std::string lr_from = req.lr.source == "default" ? "default" : "from " + req.lr.source;
   const std::string rule_from =
       req.lr_scaling.source == "default" ? "default" : "from " + req.lr_scaling.source;
-  plan->learning_rate_asked = rule != "none" || req.reference_batch.has_value();
+  plan->learning_rate_asked = rule != "none" || req.reference_batch.has_value() || req.resumed_lr;
+  if (req.resumed_lr) {
+    // dl-train trains on at the run's rate: the rule was applied when the run started.
+    plan->learning_rate = {format_number(req.resumed_lr->value),
+                           "kept from " + req.resumed_lr->source +
+                               " (dl-train keeps it; another --lr replaces it, and "
+                               "--lr-scaling and --reference-batch apply to a fresh start)"};
+    return;
+  }
   const LrScale scale =
       lr_scale(rule, global, plan->batch_size.value, plan->accumulation.has_value(),
                req.reference_batch ? req.reference_batch->value : 0);
@@ -386,11 +394,14 @@ void plan_global_batch(const Request& req, Plan* plan) {
       : plan->accumulation  ? "the kept global batch " + std::to_string(scale.reference)
                             : "one rank's batch " + std::to_string(scale.reference);
   if (rule == "none") {
-    plan->learning_rate = {format_number(lr),
-                           "kept (--lr-scaling none, " + rule_from + "; lr " + lr_from + ")" +
-                               (world > 1 || scale.reference_given
-                                    ? std::string("; linear or sqrt scale it with the global batch")
-                                    : std::string())};
+    const std::string scalable =
+        world > 1 || scale.reference_given ? "; linear or sqrt scale it with the global batch" : "";
+    plan->learning_rate =
+        req.default_program
+            ? Choice<std::string>{format_number(lr), "kept (--lr-scaling none, " + rule_from +
+                                                         "; lr " + lr_from + ")" + scalable}
+            : Choice<std::string>{"x1", "the program's learning rate kept (--lr-scaling none, " +
+                                            rule_from + ")" + scalable};
     if (scale.reference_given) {
       plan->warnings.push_back(req.reference_batch->source + " " + std::to_string(scale.reference) +
                                " is not used: --lr-scaling none keeps --lr whatever the batch; "
@@ -400,6 +411,18 @@ void plan_global_batch(const Request& req, Plan* plan) {
   }
   const std::string ratio = std::to_string(global) + "/" + std::to_string(scale.reference) +
                             " (the global batch over " + reference + ")";
+  plan->lr_factor = scale.factor;
+  if (!req.default_program) {
+    // A program after -- has a learning rate of its own: the plan gives the factor for it.
+    plan->learning_rate = {
+        "x" + format_number(scale.factor),
+        "the program's learning rate x " +
+            (scale.factor == 1 ? std::string("1")
+                               : (rule == "sqrt" ? "sqrt(" + ratio + ")" : ratio)) +
+            " (--lr-scaling " + rule + ", " + rule_from +
+            "); dl_plan's plan.scaled_lr(lr) applies it"};
+    return;
+  }
   plan->learning_rate = {
       format_number(lr * scale.factor),
       scale.factor == 1

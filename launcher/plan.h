@@ -60,6 +60,9 @@ struct Request {
   Sourced<std::string> lr_scaling{"none"};  // none | linear | sqrt
   // The global batch --lr was tuned for (--reference-batch); unset: one rank's batch.
   std::optional<Sourced<std::int64_t>> reference_batch;
+  // --resume of dl-train: the learning rate the run trains at (last.json's base_lr), which
+  // dl-train keeps while --lr is the run's --lr.
+  std::optional<Sourced<double>> resumed_lr;
 };
 
 // How the batch size was searched: now, by probes, or earlier, read from the workspace's cache.
@@ -110,6 +113,9 @@ struct Plan {
   Choice<std::string> learning_rate;
   // --lr-scaling or --reference-batch was given: the plan shows the rate even for one rank.
   bool learning_rate_asked = false;
+  // The factor the rule applies to a learning rate (a program after -- applies it to its own,
+  // with dl_plan's plan.scaled_lr); 1 on --resume, whose rate is the run's.
+  double lr_factor = 1;
   std::vector<std::string> warnings;
 };
 

@@ -179,6 +179,7 @@ void json_ranks(JsonWriter& w, const Launch& l) {
       .value(static_cast<std::int64_t>(p.global_batch.value));
   w.key("reason").value(p.global_batch.reason).end_object();
   json_choice(w, "learning_rate", p.learning_rate);
+  w.key("lr_factor").value(p.lr_factor);
   w.key("plan_file").value(plan_file_name(l));
   w.key("processes").begin_array();
   for (const auto& r : p.ranks) {

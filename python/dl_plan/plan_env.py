@@ -18,6 +18,7 @@ from dl_plan.config import read_config
 from dl_plan.errors import PlanError
 
 PRECISIONS = ("fp32", "fp16", "bf16")
+MAX_BATCH = 1 << 24  # dl-launch's bound on a batch setting (core/setting_rules.cpp)
 DEFAULT_BATCH_SIZE = 64  # dl-launch's default where nothing was searched or given
 DEFAULT_SEED = 42
 # The plan's values a script may be given, their variables and config keys.
@@ -228,6 +229,11 @@ class Plan:
         batch, `lr` is one rank's batch's rate (the rules scale with the world size), or, under
         dl-launch --global-batch, the kept batch's (nothing scales). dl-launch and dl-train
         apply the same rule (core/lr_scaling.h)."""
+        import math
+
+        if isinstance(lr, bool) or not isinstance(lr, (int, float)) or not math.isfinite(lr) \
+                or lr <= 0:
+            raise PlanError(f"scaled_lr: expected a learning rate above 0, got {lr!r}")
         rule = self.lr_scaling
         if rule == "none":
             return lr
@@ -297,10 +303,24 @@ def read_plan(env=None, given=None):
     if rule not in ("", "none", "linear", "sqrt"):
         raise PlanError(f"{source}={rule!r}: expected none, linear or sqrt")
     s["lr_scaling"] = Setting(rule, source) if rule else Setting("none", "default")
-    reference = _int(src, "DL_REFERENCE_BATCH", 1)
-    s["reference_batch"] = (
-        Setting(reference, src.get("DL_REFERENCE_BATCH")[1]) if reference is not None
-        else Setting(None, "default: one rank's batch"))
+    raw, source = src.get("DL_REFERENCE_BATCH")
+    if raw == "":
+        s["reference_batch"] = Setting(None, "default: one rank's batch")
+    else:
+        try:
+            reference = int(raw)
+        except ValueError:
+            reference = 0
+        if not 1 <= reference <= MAX_BATCH:
+            raise PlanError(f"{source}={raw!r}: expected a whole number from 1 to {MAX_BATCH}")
+        s["reference_batch"] = Setting(reference, source)
+        if s["lr_scaling"].value == "none":
+            # As dl-launch and dl-train say it: a reference without a rule changes nothing.
+            import sys
+
+            print(f"dl_plan: warning: {source} {reference} is not used: --lr-scaling none keeps "
+                  "the learning rate whatever the batch; expected --lr-scaling linear or sqrt "
+                  "with it", file=sys.stderr)
     seed = _int(src, "DL_SEED", 0)
     s["seed"] = (Setting(seed, src.get("DL_SEED")[1]) if seed is not None
                  else Setting(DEFAULT_SEED, "default"))

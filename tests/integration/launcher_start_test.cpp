@@ -355,6 +355,41 @@ TEST_F(LauncherStart, AFreshStartUnderANameWithCheckpointsIs78AndChangesNothing)
 
 // --- What the plan says about the run.
 
+// --resume of dl-train plans what dl-train will do with the run's last.json: its global batch
+// (split over this start's ranks in pieces of the batch size) and its learning rate, not the
+// rate --lr-scaling would give at this start's batch. A stale note changes nothing.
+TEST_F(LauncherStart, AResumedRunIsPlannedWithItsRecipeFromLastJson) {
+  mkdir((ws + "/runs").c_str(), 0755);
+  mkdir((ws + "/runs/lin").c_str(), 0755);
+  write_file(ws + "/runs/lin/last.pt", std::string(1000, 'x'));
+  const std::string note = R"({"step": 12, "epochs_done": 1, "last_pt_bytes": 1000, )"
+                           R"("global_batch": 96, "lr": 0.001, "base_lr": 0.004})";
+  write_file(ws + "/runs/lin/last.json", note);
+  const std::vector<std::string> args = {"--workspace", ws,
+                                         "--name",      "lin",
+                                         "--resume",    "--trainer",
+                                         kChild,        "--samples",
+                                         "1000",        "--batch-size",
+                                         "24",          "--lr-scaling",
+                                         "linear",      "--reference-batch",
+                                         "16",          "--dry-run"};
+  const Result r = launch(args);
+  ASSERT_EQ(r.code, 0) << show(r);
+  EXPECT_THAT(r.out, HasSubstr("  lr         0.004     (kept from --resume: runs/lin/last.json"));
+  EXPECT_THAT(r.out, HasSubstr("--global-batch 96 (from --resume: runs/lin/last.json)"));
+  EXPECT_THAT(r.out, HasSubstr("in 4 micro-batches of at most 24"));
+  // Another --lr: the rate is this start's, by the rule (0.002 x 96/16).
+  std::vector<std::string> other = args;
+  other.insert(other.end(), {"--lr", "0.002"});
+  EXPECT_THAT(launch(other).out, HasSubstr("  lr         0.012 "));
+  // A note that no longer describes last.pt: the plan is this start's.
+  write_file(ws + "/runs/lin/last.pt", "changed");
+  const Result stale = launch(args);
+  ASSERT_EQ(stale.code, 0) << show(stale);
+  EXPECT_THAT(stale.out, Not(HasSubstr("last.json")));
+  EXPECT_THAT(stale.out, HasSubstr("  lr         0.0015 "));
+}
+
 TEST_F(LauncherStart, ThePlanPromisesAReportOnlyForDlTrain) {
   const Result r = launch({"--workspace", ws, "--name", "p", "--", kChild, "exit", "0"});
   ASSERT_EQ(r.code, 0) << show(r);

@@ -187,12 +187,31 @@ class LearningRateTest(unittest.TestCase):
         self.assertEqual(self.lr(DL_BATCH_SIZE=1024, DL_REFERENCE_BATCH=64), 0.001)
         p = plan_mod.read_plan({"DL_BATCH_SIZE": "96"})
         self.assertEqual((p.lr_scaling, p.reference_batch, p.global_batch), ("none", None, 96))
+        # dl-launch's bounds: a dl.conf dl_plan accepts, dl-launch accepts too.
         for env, words in (({"DL_LR_SCALING": "square"}, "DL_LR_SCALING='square': expected none"),
-                           ({"DL_REFERENCE_BATCH": "0"}, "DL_REFERENCE_BATCH='0'")):
+                           ({"DL_REFERENCE_BATCH": "0"}, "DL_REFERENCE_BATCH='0'"),
+                           ({"DL_REFERENCE_BATCH": "auto"}, "from 1 to 16777216"),
+                           ({"DL_REFERENCE_BATCH": "16777217"}, "from 1 to 16777216")):
             with self.subTest(env=env):
                 with self.assertRaises(plan_mod.PlanError) as raised:
                     plan_mod.read_plan(env)
                 self.assertIn(words, str(raised.exception))
+        for lr in (0, -1, float("nan"), "0.1", True):
+            with self.subTest(lr=lr), self.assertRaises(plan_mod.PlanError):
+                plan_mod.read_plan({"DL_LR_SCALING": "linear"}).scaled_lr(lr)
+
+    def test_a_reference_without_a_rule_is_warned_about(self):
+        import contextlib
+        import io
+
+        err = io.StringIO()
+        with contextlib.redirect_stderr(err):
+            plan_mod.read_plan({"DL_REFERENCE_BATCH": "32"})
+        self.assertIn("DL_REFERENCE_BATCH 32 is not used: --lr-scaling none", err.getvalue())
+        err = io.StringIO()
+        with contextlib.redirect_stderr(err):
+            plan_mod.read_plan({"DL_REFERENCE_BATCH": "32", "DL_LR_SCALING": "sqrt"})
+        self.assertEqual(err.getvalue(), "")
 
 
 class ConfigTest(unittest.TestCase):

@@ -262,7 +262,8 @@ TEST(PlanRanks, OneRankKeepsTheWholeMachine) {
   EXPECT_EQ(p.ranks[0].workers.value, p.workers.value);
   EXPECT_EQ(p.topology.world_size.value, 1);
   EXPECT_EQ(p.global_batch.value, 64);
-  EXPECT_EQ(p.learning_rate.value, "0.001");
+  // A program after -- (the default Request) has a learning rate of its own: a factor for it.
+  EXPECT_EQ(p.learning_rate.value, "x1");
 }
 
 TEST(PlanRanks, LocalRanksSplitTheCoresAndPlanFromTheirShare) {
@@ -304,6 +305,7 @@ TEST(PlanRanks, OneProcessPerGpuForDlTrain) {
 
 TEST(PlanRanks, LearningRateRules) {
   Request r;
+  r.default_program = true;
   r.ranks.nproc_per_node = {"4", "--nproc-per-node"};
   r.lr = {0.002, "--lr"};
   EXPECT_EQ(make_plan(cpu_machine(8), r).learning_rate.value, "0.002");
@@ -319,6 +321,7 @@ TEST(PlanRanks, LearningRateRules) {
 // the plan warns rather than ignore it silently.
 TEST(PlanRanks, LearningRateFollowsTheGlobalBatchFromTheReferenceBatch) {
   Request r;
+  r.default_program = true;
   r.batch_size = {320, "--batch-size"};
   r.lr = {0.001, "--lr"};
   r.reference_batch = Sourced<std::int64_t>{64, "--reference-batch"};
@@ -347,6 +350,38 @@ TEST(PlanRanks, LearningRateFollowsTheGlobalBatchFromTheReferenceBatch) {
   ASSERT_FALSE(unused.warnings.empty());
   EXPECT_TRUE(contains(unused.warnings.back(), "--reference-batch 256 is not used"))
       << unused.warnings.back();
+}
+
+// A program after -- scales its own learning rate: the plan gives the factor (plan.json's
+// lr_factor too), which dl_plan's plan.scaled_lr applies, not dl-train's --lr scaled.
+TEST(PlanRanks, AProgramAfterDashDashGetsTheFactorForItsOwnRate) {
+  Request r;
+  r.batch_size = {128, "--batch-size"};
+  r.lr = {0.01, "--lr"};
+  r.reference_batch = Sourced<std::int64_t>{32, "--reference-batch"};
+  r.lr_scaling = {"linear", "--lr-scaling"};
+  const Plan p = make_plan(cpu_machine(8), r);
+  EXPECT_EQ(p.learning_rate.value, "x4");
+  EXPECT_DOUBLE_EQ(p.lr_factor, 4.0);
+  EXPECT_TRUE(contains(p.learning_rate.reason, "the program's learning rate x 128/32"))
+      << p.learning_rate.reason;
+  EXPECT_TRUE(contains(p.learning_rate.reason, "plan.scaled_lr")) << p.learning_rate.reason;
+  EXPECT_FALSE(contains(p.learning_rate.reason, "0.01")) << "dl-train's --lr is not the program's";
+}
+
+// --resume of dl-train: the run's rate from last.json, whatever the rule would give now.
+TEST(PlanRanks, AResumedRunShowsTheRateDlTrainKeeps) {
+  Request r;
+  r.default_program = true;
+  r.batch_size = {128, "--batch-size"};
+  r.reference_batch = Sourced<std::int64_t>{16, "--reference-batch"};
+  r.lr_scaling = {"linear", "--lr-scaling"};
+  r.resumed_lr = Sourced<double>{0.004, "--resume: runs/lin/last.json"};
+  const Plan p = make_plan(cpu_machine(8), r);
+  EXPECT_EQ(p.learning_rate.value, "0.004") << "not 0.008, which dl-train would not train at";
+  EXPECT_TRUE(contains(p.learning_rate.reason, "kept from --resume: runs/lin/last.json"))
+      << p.learning_rate.reason;
+  EXPECT_TRUE(p.learning_rate_asked);
 }
 
 }  // namespace

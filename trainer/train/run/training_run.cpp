@@ -357,8 +357,16 @@ void agree_on_batch_and_lr(TrainingRun& run) {
       lr_scale(c.lr_scaling, step_batch, run.batch_size, global_batch > 0, c.reference_batch);
   run.base_lr = kept.base_lr > 0 ? kept.base_lr : c.lr * scale.factor;
   if (kept.base_lr > 0) {
-    spdlog::info("--resume keeps the checkpoint's learning rate {:g} (--lr {:g}, as then)",
-                 run.base_lr, c.lr);
+    // The rule was applied when the run started; asked again now, it would give another rate.
+    const double asked = c.lr * scale.factor;
+    const bool differs = (c.lr_scaling != "none" || scale.reference_given) &&
+                         std::abs(asked - kept.base_lr) > 1e-9 * kept.base_lr;
+    spdlog::info("--resume keeps the checkpoint's learning rate {:g} (--lr {:g}, as then){}",
+                 run.base_lr, c.lr,
+                 differs ? fmt::format("; --lr-scaling {} would give {:g} at this start's batch: "
+                                       "another --lr replaces the rate",
+                                       c.lr_scaling, asked)
+                         : "");
   } else if (c.lr_scaling == "none" && scale.reference_given) {
     spdlog::warn(
         "--reference-batch {} is not used: --lr-scaling none keeps --lr {:g} whatever the batch; "
