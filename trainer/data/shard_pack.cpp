@@ -30,20 +30,8 @@ bool sample_bytes(const SampleSource& source, std::int64_t index, const PackOpti
                   std::vector<std::uint8_t>& bytes, std::string* ext) {
   if (source.encoded_file(index, bytes, ext)) {
     if (options.max_side <= 0) return true;
-    cv::Mat image = cv::imdecode(bytes, cv::IMREAD_COLOR | cv::IMREAD_IGNORE_ORIENTATION);
-    if (image.empty()) return false;
-    const int side = std::max(image.rows, image.cols);
-    if (side > options.max_side) {
-      const double f = static_cast<double>(options.max_side) / side;
-      cv::Mat small;
-      cv::resize(image, small,
-                 cv::Size(std::max(1, static_cast<int>(image.cols * f + 0.5)),
-                          std::max(1, static_cast<int>(image.rows * f + 0.5))),
-                 0, 0, cv::INTER_AREA);
-      image = small;
-    }
     *ext = "jpg";
-    return cv::imencode(".jpg", image, bytes, {cv::IMWRITE_JPEG_QUALITY, options.quality});
+    return shrink_to_jpeg(bytes, options.max_side, options.quality);
   }
   // In memory: the native image, untransformed, as a lossless PNG.
   const ImageShape native = source.native_shape();
@@ -77,6 +65,29 @@ bool sample_bytes(const SampleSource& source, std::int64_t index, const PackOpti
 #endif
 
 }  // namespace
+
+bool shrink_to_jpeg(std::vector<std::uint8_t>& bytes, int max_side, int quality) {
+#if DL_HAVE_OPENCV
+  cv::Mat image = cv::imdecode(bytes, cv::IMREAD_COLOR | cv::IMREAD_IGNORE_ORIENTATION);
+  if (image.empty()) return false;
+  const int side = std::max(image.rows, image.cols);
+  if (side > max_side) {
+    const double f = static_cast<double>(max_side) / side;
+    cv::Mat small;
+    cv::resize(image, small,
+               cv::Size(std::max(1, static_cast<int>(image.cols * f + 0.5)),
+                        std::max(1, static_cast<int>(image.rows * f + 0.5))),
+               0, 0, cv::INTER_AREA);
+    image = small;
+  }
+  return cv::imencode(".jpg", image, bytes, {cv::IMWRITE_JPEG_QUALITY, quality});
+#else
+  (void)bytes;
+  (void)max_side;
+  (void)quality;
+  throw std::invalid_argument("--max-side: this build has no OpenCV to re-encode images");
+#endif
+}
 
 PackSummary pack_shards(const SampleSource& source, const PackOptions& options) {
   if (options.shard_bytes < 1) throw std::invalid_argument("--shard-size: expected bytes >= 1");

@@ -36,4 +36,9 @@ struct PackSummary {
 // Throws std::runtime_error (a shard cannot be written) or std::invalid_argument (options).
 PackSummary pack_shards(const SampleSource& source, const PackOptions& options);
 
+// An image file's bytes as `pack --max-side` stores them: decoded, shrunk to `max_side` on its
+// long side when larger (INTER_AREA) and encoded as JPEG of `quality`, in place. False when the
+// bytes do not decode; throws std::invalid_argument in a build without OpenCV.
+bool shrink_to_jpeg(std::vector<std::uint8_t>& bytes, int max_side, int quality);
+
 }  // namespace dl::data

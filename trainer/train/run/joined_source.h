@@ -34,6 +34,11 @@ class JoinedSource : public data::SampleSource {
     return i < first_->size() ? first_->load(i, t, rng, dst)
                               : second_->load(i - first_->size(), t, rng, dst);
   }
+  bool encoded_file(std::int64_t i, std::vector<std::uint8_t>& bytes,
+                    std::string* extension) const override {
+    return i < first_->size() ? first_->encoded_file(i, bytes, extension)
+                              : second_->encoded_file(i - first_->size(), bytes, extension);
+  }
   data::SkipReason skip_reason(std::int64_t i) const override {
     return i < first_->size() ? first_->skip_reason(i) : second_->skip_reason(i - first_->size());
   }

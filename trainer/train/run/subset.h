@@ -42,6 +42,10 @@ class Subset : public data::SampleSource {
   data::SkipReason skip_reason(std::int64_t i) const override {
     return base_->skip_reason(indices_[static_cast<std::size_t>(i)]);
   }
+  bool encoded_file(std::int64_t i, std::vector<std::uint8_t>& bytes,
+                    std::string* extension) const override {
+    return base_->encoded_file(indices_[static_cast<std::size_t>(i)], bytes, extension);
+  }
   // Only this part's failures (the other part shares the base), with this part's indices.
   std::vector<data::SkippedFile> failures() const override {
     std::vector<data::SkippedFile> mine;

@@ -86,10 +86,12 @@ void remove_interrupted_writes(const TrainingRun& run) {
 }
 
 // Workers and compute threads: the user's numbers where given, the rest measured (pipeline_plan.h).
-// Sets LibTorch's thread count and returns the loader's worker count.
+// Sets LibTorch's thread count and returns the loader's worker count; what was measured goes to
+// *measured, for the run's end to prescribe from.
 int choose_workers_and_threads(const TrainConfig& config, const DataSetup& d,
                                const model::ModelSpec& spec, const torch::Device& device,
-                               Precision precision, const ScalerOptions& scaler, DeviceFeed& feed) {
+                               Precision precision, const ScalerOptions& scaler, DeviceFeed& feed,
+                               std::optional<PipelineCosts>* measured) {
   if (config.workers >= 0 && config.threads > 0) {
     torch::set_num_threads(config.threads);
     return config.workers;
@@ -108,6 +110,7 @@ int choose_workers_and_threads(const TrainConfig& config, const DataSetup& d,
   const auto start = Clock::now();
   const PipelineCosts costs = measure_pipeline(setup, cores, thread_candidates(cores, limits));
   const PipelineChoice choice = choose_pipeline(costs, limits);
+  *measured = costs;
   torch::set_num_threads(choice.threads);
   const PipelineChoice rule = cores_minus_two(cores);
   std::string versus;
@@ -562,8 +565,8 @@ TrainingRun::TrainingRun(const TrainConfig& cfg)
   model_info = describe_model(spec, data);
   const ScalerOptions scaler_settings = scaler_options(config, precision.precision);
   feed = std::make_unique<DeviceFeed>(device, shape.channels, data.mean, data.std);
-  const int workers = choose_workers_and_threads(config, data, spec, device, precision.precision,
-                                                 scaler_settings, *feed);
+  workers = choose_workers_and_threads(config, data, spec, device, precision.precision,
+                                       scaler_settings, *feed, &pipeline_costs);
   // After the measurement (whose scratch model drew random numbers): the model's initial weights
   // depend on the seed only.
   torch::manual_seed(config.seed);

@@ -36,6 +36,7 @@
 #include "train/run/config.h"
 #include "train/run/data_setup.h"
 #include "train/run/device_feed.h"
+#include "train/run/pipeline_plan.h"
 
 namespace dl::train {
 
@@ -104,9 +105,12 @@ struct TrainingRun {
   // Nanoseconds the checkpoint writer's thread spent writing beside training (the time breakdown
   // counts them against the steps on a CPU, whose cores the write shares).
   std::atomic<std::int64_t> background_write_ns{0};
-  TimeBreakdown time_total;              // where the epochs' time went, over the run
-  std::int64_t skipped_total = 0;        // undecodable samples over all epochs
-  data::SkipCounts skip_counts_total{};  // skipped_total, by reason
+  TimeBreakdown time_total;                     // where the epochs' time went, over the run
+  std::atomic<int> background_writes{0};        // --checkpoint-every writes beside training
+  int workers = 0;                              // the training loader's
+  std::optional<PipelineCosts> pipeline_costs;  // the loader and the step timed at start
+  std::int64_t skipped_total = 0;               // undecodable samples over all epochs
+  data::SkipCounts skip_counts_total{};         // skipped_total, by reason
 
   // The classes in label order and what rebuilds the model: recorded in every checkpoint.
   std::vector<std::string> class_names;
