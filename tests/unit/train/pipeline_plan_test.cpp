@@ -32,6 +32,19 @@ TEST(PipelinePlan, TwoCoresWithCheapLoadingComputeOnBoth) {
   EXPECT_NEAR(predict_batch_seconds(c, rule.workers, rule.threads), 0.040, 1e-9);
 }
 
+// The part that takes the larger share of a batch's predicted time bounds it: loading done by the
+// training thread, or by workers (with the headroom) slower than the step.
+TEST(PipelinePlan, ThePredictionNamesWhatBoundsIt) {
+  PipelineCosts c;
+  c.cores = 2;
+  c.load_seconds = 0.02;
+  c.step_seconds = {{2, 0.01}, {1, 0.03}};
+  EXPECT_EQ(predicted_bound(c, 0, 2), "the loader");
+  EXPECT_EQ(predicted_bound(c, 0, 1), "the steps");
+  EXPECT_EQ(predicted_bound(c, 1, 1), "the steps");  // 23 ms loading beside a 30 ms step
+  EXPECT_EQ(predicted_bound(c, 1, 2), "the loader");
+}
+
 TEST(PipelinePlan, LoadingAsCostlyAsTheStepGetsAWorker) {
   // JPEGs: loading takes as long as a one-thread step; overlapping them beats two threads.
   const auto c = costs(2, 30.0, {{1, 40.0}, {2, 24.0}});

@@ -13,6 +13,13 @@ double predict_batch_seconds(const PipelineCosts& costs, int workers, int thread
   return std::max(step, kLoadHeadroom * costs.load_seconds / workers);
 }
 
+std::string predicted_bound(const PipelineCosts& costs, int workers, int threads) {
+  const double step = costs.step_seconds.at(threads);
+  const double load =
+      workers <= 0 ? costs.load_seconds : kLoadHeadroom * costs.load_seconds / workers;
+  return load > step ? "the loader" : "the steps";
+}
+
 std::vector<int> thread_candidates(int cores, const PipelineLimits& limits) {
   if (limits.threads > 0) return {limits.threads};
   cores = std::max(1, cores);

@@ -52,6 +52,11 @@ std::vector<int> thread_candidates(int cores, const PipelineLimits& limits);
 // threads to keep the step fed and compute gets the rest. Ties go to the faster prediction.
 PipelineChoice choose_pipeline(const PipelineCosts& costs, const PipelineLimits& limits);
 
+// What the prediction says will bound the run: "the loader" where loading takes the larger part
+// of a batch's predicted time (done by the training thread without workers, or by the workers
+// slower than the step), else "the steps".
+std::string predicted_bound(const PipelineCosts& costs, int workers, int threads);
+
 // The rule of thumb, for comparison in the log and the bench: max(1, cores - 2) workers and the
 // remaining cores (at least 1) for compute.
 PipelineChoice cores_minus_two(int cores);

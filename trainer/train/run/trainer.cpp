@@ -410,6 +410,7 @@ void finish_epoch(TrainingRun& run, int epoch, double lr, TrainedEpoch& trained,
   trained.time[Phase::kOther] = std::max(0.0, m.seconds - trained.time.total());
   m.time = trained.time;
   run.time_total += trained.time;
+  run.steps_total += trained.batches;
   if (run.world.writes()) append_metrics(run.config.run_dir + "/metrics.csv", m);
   if (run.events) run.events->add(epoch_scalars(m), run.global_step);
   if (run.report) {
@@ -449,6 +450,23 @@ void report_time(const TrainingRun& run, int epochs) {
                run.world.size() > 1 ? ", rank " + std::to_string(run.world.rank()) : "",
                breakdown_table(run.time_total));
   spdlog::info("{}", v.line);
+  // The start's prediction (pipeline_plan.h) against the batches as they ran: the loader's wait
+  // and the steps, without checkpoints, validation and the rest.
+  const TimeBreakdown& spent = run.time_total;
+  if (run.pipeline_costs && run.steps_total > 0 &&
+      run.pipeline_costs->step_seconds.count(torch::get_num_threads()) != 0) {
+    const int threads = torch::get_num_threads();
+    const double fed = spent[Phase::kData] + spent[Phase::kCopy] + spent[Phase::kCompute] +
+                       spent[Phase::kOptimizer] + spent[Phase::kExchange];
+    const double actual = fed / static_cast<double>(run.steps_total);
+    const double predicted = predict_batch_seconds(*run.pipeline_costs, run.workers, threads);
+    spdlog::info(
+        "the start predicted {:.1f} ms a batch, {} bound; the batches took {:.1f} ms ({:+.0f}%), "
+        "{} bound",
+        1e3 * predicted, predicted_bound(*run.pipeline_costs, run.workers, threads), 1e3 * actual,
+        100.0 * (actual / predicted - 1.0),
+        spent[Phase::kData] >= kBoundShare * fed ? "the loader" : "the steps");
+  }
   if (!run.world.writes()) return;
   RunFigures f;
   f.time = run.time_total;

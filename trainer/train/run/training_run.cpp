@@ -122,9 +122,10 @@ int choose_workers_and_threads(const TrainConfig& config, const DataSetup& d,
   }
   spdlog::info(
       "pipeline: {} on {} core(s) -> {} worker(s), {} thread(s), {:.1f} ms/batch "
-      "predicted{} (measured in {:.1f} s)",
+      "predicted, {} bound{} (measured in {:.1f} s)",
       describe_costs(costs), cores, choice.workers, choice.threads, 1e3 * choice.predicted_seconds,
-      versus, std::chrono::duration<double>(Clock::now() - start).count());
+      predicted_bound(costs, choice.workers, choice.threads), versus,
+      std::chrono::duration<double>(Clock::now() - start).count());
   return choice.workers;
 }
 

@@ -106,6 +106,7 @@ struct TrainingRun {
   // counts them against the steps on a CPU, whose cores the write shares).
   std::atomic<std::int64_t> background_write_ns{0};
   TimeBreakdown time_total;                     // where the epochs' time went, over the run
+  std::int64_t steps_total = 0;                 // the steps time_total holds
   std::atomic<int> background_writes{0};        // --checkpoint-every writes beside training
   int workers = 0;                              // the training loader's
   std::optional<PipelineCosts> pipeline_costs;  // the loader and the step timed at start
