@@ -196,6 +196,17 @@ TuneRequest batch_tune_request(const LaunchOptions& opts, const Launch& l) {
     t.search.max_batch = l.request.samples->value;
   }
   t.key = cache_key(opts, l);
+  // --global-batch: no piece need be larger than the share a rank steps on.
+  const int world = l.plan.topology.world_size.value;
+  if (l.request.global_batch && world > 0 && l.request.global_batch->value % world == 0) {
+    const std::int64_t share = l.request.global_batch->value / world;
+    if (t.search.max_batch == 0 || share < t.search.max_batch) {
+      t.search.max_batch = share;
+      t.max_reason =
+          "a rank's share of --global-batch " + std::to_string(l.request.global_batch->value);
+      t.key.at_most = std::to_string(share) + " (" + t.max_reason + ")";
+    }
+  }
   t.use_cache = !opts.retune;
   return t;
 }

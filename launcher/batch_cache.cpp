@@ -30,7 +30,7 @@ std::optional<std::string> read_cache_text(const std::string& path) {
 std::string BatchCacheKey::text() const {
   return "model=" + model + "; input=" + input + "; precision=" + precision + "; device=" + device +
          (gpu.empty() ? "" : "; gpu=" + gpu) + "; budget=" + budget + "; libtorch=" + torch +
-         "; objective=" + objective;
+         "; objective=" + objective + (at_most.empty() ? "" : "; at-most=" + at_most);
 }
 
 constexpr const char* kCacheFileName = "batch-cache.json";
@@ -50,7 +50,7 @@ std::string render_batch_cache(const BatchCacheEntries& entries) {
     w.key("batch").value(r.result.batch).key("objective").value(r.objective);
     w.key("reason").value(r.result.reason);
     w.key("budget_bytes").value(r.budget).key("budget_reason").value(r.budget_reason);
-    w.key("max_batch").value(r.max_batch);
+    w.key("max_batch").value(r.max_batch).key("max_reason").value(r.max_reason);
     w.key("fixed_bytes").value(r.result.fixed_bytes);
     w.key("per_sample_bytes").value(r.result.per_sample_bytes);
     const BatchChoice& c = r.result.choice;
@@ -99,6 +99,7 @@ BatchCacheEntries parse_batch_cache(const std::string& text) {
     r.budget = e.get_u64("budget_bytes", 0);
     r.budget_reason = e.get_string("budget_reason", "");
     r.max_batch = e.get_i64("max_batch", 0);
+    r.max_reason = e.get_string("max_reason", "the data set");
     r.seconds = e.get_double("seconds", 0);
     r.searched_at = e.get_string("searched_at", "");
     for (const auto& t : trials->items()) {

@@ -25,6 +25,7 @@ struct BatchCacheKey {
   std::string budget;     // "6442450944 bytes", or "free memory less 10%" on a GPU
   std::string torch;      // LibTorch version of dl-train ("1.13.0")
   std::string objective;  // "fastest" or "largest" (--batch-objective)
+  std::string at_most;    // the search's bound when a rank's share of --global-batch sets it
 
   // One line, "model=cnn; input=1x28x28; ...": compared as a whole, readable in the file.
   std::string text() const;

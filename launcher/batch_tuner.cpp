@@ -37,12 +37,12 @@ BatchSearchRecord tune_batch_size(TuneRequest request) {
     }
   }
 
-  spdlog::info("batch-size search: the {} batch within {} ({}){}",
-               objective_name(request.search.objective), format_bytes(request.search.budget_bytes),
-               request.budget_reason,
-               request.search.max_batch > 0
-                   ? ", at most " + std::to_string(request.search.max_batch) + " (the data set)"
-                   : std::string());
+  spdlog::info(
+      "batch-size search: the {} batch within {} ({}){}", objective_name(request.search.objective),
+      format_bytes(request.search.budget_bytes), request.budget_reason,
+      request.search.max_batch > 0 ? ", at most " + std::to_string(request.search.max_batch) +
+                                         " (" + request.max_reason + ")"
+                                   : std::string());
   const auto start = std::chrono::steady_clock::now();
   double earlier = 0;  // probes made before the search, counted in its time
   const ProbeFn probe = [&](std::int64_t batch) {
@@ -71,6 +71,7 @@ BatchSearchRecord tune_batch_size(TuneRequest request) {
   record.budget = request.search.budget_bytes;
   record.budget_reason = request.budget_reason;
   record.max_batch = request.search.max_batch;
+  record.max_reason = request.max_reason;
   record.searched_at = utc_now_iso();
   record.cache_file = path;
   record.cache_key = key;

@@ -21,7 +21,10 @@ struct TuneRequest {
   BatchCacheKey key;          // all but the LibTorch version, which dl-train is asked for
   SearchOptions search;       // the budget and the data set's size
   std::string budget_reason;  // where the budget comes from, for the report
-  bool use_cache = true;      // false with --retune: search even when the cache has an answer
+  // What search.max_batch is: the data set's size, or a rank's share of --global-batch (no piece
+  // need be larger than the share a rank steps on).
+  std::string max_reason = "the data set";
+  bool use_cache = true;  // false with --retune: search even when the cache has an answer
 };
 
 // The cached record, or a fresh search's (not stored: store_batch_cache does that, outside a dry

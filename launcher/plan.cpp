@@ -228,7 +228,10 @@ Choice<int> plan_batch(const Facts& facts, const Request& req, const std::string
     }
   }
   if (!largest) reason += " (the largest, " + std::to_string(r.choice.largest) + ", is slower)";
-  if (search->max_batch > 0 && r.batch >= search->max_batch) reason += ", the whole data set";
+  if (search->max_batch > 0 && r.batch >= search->max_batch) {
+    reason +=
+        search->max_reason == "the data set" ? ", the whole data set" : ", " + search->max_reason;
+  }
   reason += search->cached ? "; cached, --retune searches again"
                            : "; " + std::to_string(r.trials.size()) + " probes, " +
                                  format_number(std::round(search->seconds * 10.0) / 10.0) + " s";

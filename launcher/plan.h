@@ -71,7 +71,8 @@ struct BatchSearchRecord {
   std::string objective = "fastest";  // --batch-objective: fastest | largest
   std::uint64_t budget = 0;
   std::string budget_reason;   // "--memory-budget", "free memory of cuda:0 (...) less 10%"
-  std::int64_t max_batch = 0;  // the data set's size; 0: unknown
+  std::int64_t max_batch = 0;  // the data set's size, or a rank's share of --global-batch; 0: none
+  std::string max_reason = "the data set";  // which of the two bounds the search
   double seconds = 0;          // wall time of the search (the earlier one's, when cached)
   std::string searched_at;     // when it ran, UTC, ISO 8601
   bool cached = false;         // read from the cache: no probe ran this time

@@ -102,8 +102,10 @@ ScriptTuning tune_script(const ScriptTuneRequest& request) {
         ScriptProbeOutcome outcome;
         ProbeResult r = run_step_probe(request.probe, size, &outcome);
         if (!outcome.handshake) throw NoHandshake{outcome.failure, outcome.failed_early};
-        if (outcome.samples > 0 && batch.search.max_batch == 0) {
+        if (outcome.samples > 0 &&
+            (batch.search.max_batch == 0 || outcome.samples < batch.search.max_batch)) {
           batch.search.max_batch = outcome.samples;
+          batch.max_reason = "the data set";
         }
         // Killed before it could answer, at a size that may not fit: a CPU process far over the
         // RAM is ended by the kernel's out-of-memory killer. The search steps down, as for

@@ -340,6 +340,22 @@ TEST(BatchSearchOnCpu, LargestBatchWithinTheBudgetCachedForTheNextStart) {
   EXPECT_EQ(count_of(after_dry.err, "probe batch "), 0) << show(after_dry);
   EXPECT_TRUE(contains(after_dry.out, "no probe ran")) << after_dry.out;
 
+  // 4. --global-batch 24: no piece need be larger than the 24 a rank steps on, so the search
+  // stops there (a search of its own: the bound is in the cache's key), probing nothing above.
+  const Result capped = launch({"--dry-run", "--global-batch", "24"});
+  ASSERT_EQ(capped.code, 0) << show(capped);
+  EXPECT_TRUE(contains(capped.err, "at most 24 (a rank's share of --global-batch 24)"))
+      << show(capped);
+  const std::regex probed("probe batch ([0-9]+)");
+  int probes = 0;
+  for (auto it = std::sregex_iterator(capped.err.begin(), capped.err.end(), probed);
+       it != std::sregex_iterator(); ++it, ++probes) {
+    EXPECT_LE(std::stoll((*it)[1]), 24) << it->str();
+  }
+  EXPECT_GE(probes, 1) << show(capped);
+  EXPECT_TRUE(std::regex_search(capped.out, std::regex("\n  batch +24 .*a rank's share")))
+      << capped.out;
+
   // For the record (the test's output): what was measured.
   std::cout << "budget " << budget << " bytes (" << budget / MiB << " MiB): batch " << chosen
             << " peaks at " << mine->get_u64("peak_bytes", 0) / MiB << " MiB, batch " << next
