@@ -116,7 +116,7 @@ echo
 ck=(--data fashion --model resnet18 --batch-size 16 --limit-batches 24)
 run ck-before "${ck[@]}" --checkpoint-every 2
 verdict ck-before
-every=$(grep -o 'checkpoint-every [0-9]*m' ck-before.log | head -1 | awk '{print $2}')
+every=$(grep -o 'checkpoint-every [0-9]*[sm]' ck-before.log | head -1 | awk '{print $2}')
 [[ -n "$every" ]] || die "the checkpoint-bound run prescribed no interval (log: $ws/ck-before.log)"
 for r in $(seq "$repeat"); do
   for which in $(in_turn "$r" before after); do

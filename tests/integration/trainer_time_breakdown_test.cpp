@@ -89,6 +89,12 @@ TEST(TrainerTimeBreakdown, NothingInTheWayIsComputeBound) {
       train(ws, "off", {"--data", ws / "data", "--batch-size", "32", "--time-breakdown", "false"});
   expect_bound(ws, "off", off, "compute-bound");
   EXPECT_EQ(read_csv(ws / "runs/off/metrics.csv").number(0, "time_optimizer_s"), 0);
+  // Started over with --overwrite, a run's metrics.csv holds its own epochs only.
+  const Result again =
+      train(ws, "off",
+            {"--data", ws / "data", "--batch-size", "32", "--limit-batches", "4", "--overwrite"});
+  ASSERT_EQ(again.code, 0) << show(again);
+  EXPECT_EQ(read_csv(ws / "runs/off/metrics.csv").rows.size(), 1u);
 }
 
 }  // namespace

@@ -1,6 +1,6 @@
-// Prescriptions: each from a measurement, shown only where it promises at least 5%: the workers
-// the start's timing would choose, packing at the measured load times, the checkpoint interval
-// from the writes' own durations; nothing for a compute-bound run.
+// Prescriptions: each from a measurement, shown only where it promises at least 5%: what the wait
+// cost, whether a core is left for the loader, packing at the load times measured on the user's
+// files, the checkpoint interval from the writes' own durations; nothing for a compute-bound run.
 #include "train/monitor/prescription.h"
 
 #include <gmock/gmock.h>
@@ -12,59 +12,48 @@ namespace {
 using ::testing::HasSubstr;
 using train::Phase;
 
-// A data-bound run's figures: 4 s of 10 waiting, 2 cores timed at start (a batch loads in 50 ms
-// on one thread; a step takes 50 ms on 2 threads, 80 ms on 1).
+// A data-bound run's figures: 4 s of 10 waiting, on 2 cores.
 train::RunFigures starved(int workers, int threads) {
   train::RunFigures f;
   f.time[Phase::kData] = 4;
   f.time[Phase::kCompute] = 6;
   f.workers = workers;
   f.threads = threads;
-  f.workers_given = true;
-  train::PipelineCosts c;
-  c.cores = 2;
-  c.load_seconds = 0.05;
-  c.step_seconds = {{2, 0.05}, {1, 0.08}};
-  f.costs = c;
+  f.cores = 2;
   return f;
 }
 
-TEST(Prescription, AStarvedLoaderGetsTheWorkersTheStartsTimingChooses) {
-  const train::RunFigures f = starved(0, 2);
-  const auto lines = train::prescribe(f, train::verdict(f.time));
+TEST(Prescription, AStarvedLoaderSaysWhatTheWaitCostAndWhetherACoreIsLeft) {
+  const train::RunFigures idle = starved(0, 1);
+  const auto lines = train::prescribe(idle, train::verdict(idle.time));
   ASSERT_EQ(lines.size(), 2u);
-  EXPECT_THAT(lines[0], HasSubstr("waiting for data took 4 s of 10:"));
-  EXPECT_THAT(lines[0], HasSubstr("up to 40% less time"));
-  // 0 workers: load + step = 100 ms; 1 worker + 1 thread: max(57.5, 80) = 80 ms.
-  EXPECT_THAT(lines[1], HasSubstr("--workers 1 --threads 1 (or leave --workers out: measured): "
-                                  "80.0 ms a batch predicted against 100.0 ms with 0 worker(s)"));
-}
-
-TEST(Prescription, SaturatedCoresSayMoreWorkersCannotHelp) {
-  const train::RunFigures f = starved(1, 1);
-  const auto lines = train::prescribe(f, train::verdict(f.time));
-  ASSERT_EQ(lines.size(), 2u);
-  EXPECT_THAT(lines[1], HasSubstr("more workers cannot help: 1 worker(s) and 1 thread(s)"));
+  EXPECT_EQ(lines[0],
+            "waiting for data took 4.00 s of 10.00 s: fed as fast as its steps ran, "
+            "the run would take up to 40% less time");
+  EXPECT_EQ(lines[1],
+            "1 of the 2 core(s) are idle (0 worker(s), 1 thread(s)): --workers 1 gives "
+            "the loader those cores");
+  const train::RunFigures full = starved(0, 2);
+  EXPECT_THAT(train::prescribe(full, train::verdict(full.time))[1],
+              HasSubstr("the 2 core(s) are all in use (0 worker(s), 2 thread(s)): more workers "
+                        "would take cores from the steps"));
 }
 
 TEST(Prescription, PackingIsPrescribedFromTheUsersFilesTimedBothWays) {
-  train::RunFigures f = starved(1, 1);
+  train::RunFigures f = starved(0, 2);
   f.packed = data::PackedDecode{16, 256, 4.0, 1.0, 190.0, 20.0};
   auto lines = train::prescribe(f, train::verdict(f.time));
   ASSERT_EQ(lines.size(), 3u);
-  EXPECT_THAT(lines[2], HasSubstr("dl-train pack --max-side 256 (then train on its shards): a "
-                                  "file loads in 1.00 ms against 4.00 ms as stored (4.0x; 20 KiB "
-                                  "against 190), measured on 16 of your files"));
-  // Loading 4x cheaper: 12.5 ms a batch on one thread, so 2 threads and no worker: 62.5 ms
-  // against the 80 ms the start's timing allows now.
-  EXPECT_THAT(lines[2], HasSubstr("; 62.5 ms a batch predicted against 80.0"));
+  EXPECT_EQ(lines[2],
+            "dl-train pack --max-side 256 (then --data the folder of its shards): a "
+            "file loads in 1.00 ms against 4.00 ms as stored (4.0x faster; 20 KiB "
+            "against 190), measured on 16 of your files");
   // Packing that would not be 5% faster is not prescribed.
   f.packed->packed_ms = 3.9;
-  lines = train::prescribe(f, train::verdict(f.time));
-  EXPECT_EQ(lines.size(), 2u);
-  // Without the start's timing (--workers and --threads both given) only the wait's figure.
-  f.costs.reset();
+  EXPECT_EQ(train::prescribe(f, train::verdict(f.time)).size(), 2u);
+  // Cores unknown: only the wait's figure.
   f.packed.reset();
+  f.cores = 0;
   EXPECT_EQ(train::prescribe(f, train::verdict(f.time)).size(), 1u);
 }
 
@@ -73,17 +62,32 @@ TEST(Prescription, CheckpointsGetTheIntervalTheirWritesAllow) {
   f.time[Phase::kCheckpoint] = 5;
   f.time[Phase::kCompute] = 5;
   f.checkpoint_writes = 8;
-  f.checkpoint_write_seconds = 0.9;  // 18 s at 5%: one minute
+  f.checkpoint_write_seconds = 0.55;  // 11 s at 5%
   auto lines = train::prescribe(f, train::verdict(f.time));
   ASSERT_EQ(lines.size(), 1u);
   EXPECT_EQ(lines[0],
-            "8 checkpoint(s) inside the epochs took 0.90 s each: --checkpoint-every 1m "
-            "keeps them near 5% of the time");
+            "8 checkpoint(s) inside the epochs took 0.55 s each: --checkpoint-every "
+            "11s keeps them near 5% of the time");
+  EXPECT_EQ(train::checkpoint_interval_for(5.9), "118s");
   EXPECT_EQ(train::checkpoint_interval_for(6.0), "2m");
   EXPECT_EQ(train::checkpoint_interval_for(6.1), "3m");
+  EXPECT_EQ(train::checkpoint_interval_for(0.001), "1s");
   // Held only by the epochs' ends: no interval to give.
   f.checkpoint_writes = 0;
   EXPECT_TRUE(train::prescribe(f, train::verdict(f.time)).empty());
+}
+
+TEST(Prescription, EvaluationIsWeighedAgainstTheTrainingStepsAlone) {
+  train::RunFigures f;
+  f.time[Phase::kEval] = 6;
+  f.time[Phase::kCompute] = 3;
+  f.time[Phase::kCheckpoint] = 1;  // not training
+  f.val_samples = 10000;
+  f.epochs = 2;
+  const auto lines = train::prescribe(f, train::verdict(f.time));
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_THAT(lines[0], HasSubstr("validating 10000 samples took 3.00 s an epoch against 1.50 s "
+                                  "of training steps"));
 }
 
 TEST(Prescription, AComputeBoundRunGetsNone) {

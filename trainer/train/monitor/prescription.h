@@ -1,6 +1,6 @@
 // What would make a run faster, for the bound its time breakdown found (time_breakdown.h), each
-// line from a figure measured on this machine in this run: the time the wait took, the loader and
-// the step timed at start (pipeline_plan.h), the user's own files loaded as stored and as
+// line from a figure measured on this machine in this run: the time the wait took, the cores the
+// loader and the steps use, the user's own files loaded as stored and as
 // `dl-train pack --max-side` would store them (data/packed_decode.h), the checkpoint writes' own
 // durations. A prescription whose measurement is missing, or that would not help, is not shown.
 #pragma once
@@ -11,15 +11,13 @@
 
 #include "data/packed_decode.h"
 #include "train/monitor/time_breakdown.h"
-#include "train/run/pipeline_plan.h"
 
 namespace dl::train {
 
 struct RunFigures {
   TimeBreakdown time;                        // the whole run's
   int workers = 0, threads = 1;              // the loader's workers and the compute threads
-  bool workers_given = false;                // --workers fixed by the user (else measured at start)
-  std::optional<PipelineCosts> costs;        // the loader and the step timed at start
+  int cores = 0;                             // usable by this process (0: unknown)
   std::optional<data::PackedDecode> packed;  // the user's files as stored and packed
   int checkpoint_writes = 0;                 // --checkpoint-every writes inside epochs
   double checkpoint_write_seconds = 0;       // their mean duration
@@ -35,7 +33,7 @@ constexpr double kWorthIt = 0.05;
 std::vector<std::string> prescribe(const RunFigures& f, const Verdict& v);
 
 // --checkpoint-every's value that keeps writes of `write_seconds` near kWorthIt of the time:
-// whole minutes ("3m"), at least one.
+// seconds below two minutes ("11s"), else whole minutes ("3m").
 std::string checkpoint_interval_for(double write_seconds);
 
 }  // namespace dl::train

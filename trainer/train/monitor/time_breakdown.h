@@ -55,7 +55,7 @@ Verdict verdict(const TimeBreakdown& t);
 // took any time, in order.
 std::string shares_line(const TimeBreakdown& t);
 
-// The run's end: a row a phase (seconds, share), then the total.
+// The run's end: a row a phase that took time (data and compute always), then the total.
 std::string breakdown_table(const TimeBreakdown& t);
 
 }  // namespace dl::train

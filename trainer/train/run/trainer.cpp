@@ -34,6 +34,7 @@
 #include "train/monitor/scalars.h"
 #include "train/resume/epoch_position.h"
 #include "train/resume/stop_signal.h"
+#include "train/run/pipeline_tuner.h"
 #include "train/run/training_run.h"
 
 namespace dl::train {
@@ -472,8 +473,7 @@ void report_time(const TrainingRun& run, int epochs) {
   f.time = run.time_total;
   f.workers = run.workers;
   f.threads = torch::get_num_threads();
-  f.workers_given = run.config.workers >= 0;
-  f.costs = run.pipeline_costs;
+  f.cores = usable_cores();
   const int writes = run.background_writes;
   f.checkpoint_writes = writes;
   f.checkpoint_write_seconds =

@@ -549,6 +549,9 @@ TrainingRun::TrainingRun(const TrainConfig& cfg)
     refuse_overwrite(absolute_path(config.run_dir, current_directory()));
   }
   if (world.writes()) open_run_dir(*this);
+  // A fresh start (--overwrite over an earlier run, or a run that never saved) begins its own
+  // metrics.csv: rows of another run's epochs would read as this one's.
+  if (world.writes() && !resuming) ::unlink((config.run_dir + "/metrics.csv").c_str());
   if (config.threads > 0) torch::set_num_threads(config.threads);
   if (device.is_cuda()) at::globalContext().setBenchmarkCuDNN(true);
   if (!precision.warning.empty()) spdlog::warn("precision: {}", precision.warning);
