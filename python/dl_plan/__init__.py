@@ -36,12 +36,14 @@ from dl_plan.plan_env import GIVEN, Plan, Setting, read_plan, usable_cores
 from dl_plan.precision import autocast, grad_scaler
 from dl_plan.resume import TrainingState, catch_stop, stop_requested
 from dl_plan import probe as _probe
+from dl_plan import timing as _timing
 from dl_plan._version import __version__
 PROTOCOL = _probe.PROTOCOL
 
 __all__ = ["Plan", "PlanError", "Setting", "TrainingState", "autocast", "catch_stop", "config",
-           "dataloader_kwargs", "grad_scaler", "is_main", "loader", "plan", "probing", "set_epoch",
-           "setting", "setup", "step", "stop_requested", "usable_cores", "wrap"]
+           "dataloader_kwargs", "grad_scaler", "is_main", "loader", "phase", "plan", "probing",
+           "set_epoch", "setting", "setup", "step", "stop_requested", "time_report",
+           "usable_cores", "wrap"]
 
 _plan_cache = None
 _config_cache = None
@@ -164,12 +166,45 @@ def _probed_step():
     _probe.PROBE.step_ends(None)
 
 
+_timed = None  # whether steps are timed: the time-breakdown setting, read at the first step
+
+
+@contextlib.contextmanager
+def _timed_step():
+    _timing.CLOCK.step_begins()
+    try:
+        yield
+    finally:
+        _timing.CLOCK.step_ends()
+
+
 def step():
     """Around one training step. In a step probe: times it and measures peak memory, and after a
-    few steps (or an out-of-memory) answers and ends the script; otherwise a null context."""
+    few steps (or an out-of-memory) answers and ends the script; otherwise it times the step for
+    the breakdown of where the time goes (dl_plan.timing; off with time-breakdown = false)."""
+    global _timed
     if _probe.PROBE.kind == "step":
         return _probed_step()
-    return contextlib.nullcontext()
+    if _timed is None:
+        _timed = bool(setting("time-breakdown", True))
+    return _timed_step() if _timed else contextlib.nullcontext()
+
+
+@contextlib.contextmanager
+def phase(name):
+    """Marks a part of the run that is not a training step, for the time breakdown: "eval",
+    "checkpoint", "copy", "optimizer" or "exchange" (another name raises PlanError)."""
+    began = _timing.CLOCK.phase_begins(name)
+    try:
+        yield
+    finally:
+        _timing.CLOCK.phase_ends(name, began)
+
+
+def time_report():
+    """The table and verdict of where the time went so far ("" before any step timed), for the
+    script to print at its end: `print(dl_plan.time_report(), file=sys.stderr)`."""
+    return _timing.CLOCK.report()
 
 
 def _remember_crash(kind, value, traceback):

@@ -279,10 +279,16 @@ class TrainingState:
         beside the state. `barrier`: every rank waits until rank 0 has written."""
         from dl_plan import probe as _probe
 
+        from dl_plan import timing as _timing
+
         written = None
         if self.plan.is_main and self.run_dir and _probe.PROBE.kind is None:
             written = os.path.join(self.run_dir, name)
-            write_atomically(self.state_dict(epoch, step, **extra), written)
+            began = _timing.CLOCK.phase_begins("checkpoint")
+            try:
+                write_atomically(self.state_dict(epoch, step, **extra), written)
+            finally:
+                _timing.CLOCK.phase_ends("checkpoint", began)
         if barrier:
             self._barrier()
         return written

@@ -214,6 +214,70 @@ class LearningRateTest(unittest.TestCase):
         self.assertEqual(err.getvalue(), "")
 
 
+class TimingTest(unittest.TestCase):
+    """Where a script's time goes: steps, the gaps between them, marked phases; dl-train's rule."""
+
+    def test_steps_gaps_and_marks_add_up_to_the_run(self):
+        from dl_plan import timing
+
+        ticks = iter([0.0, 1.0,        # step: 1 s of compute
+                      3.0, 4.0,        # 2 s waiting, then a step
+                      4.0, 6.0, 6.0,   # eval 2 s (its end read twice: the gap restarts there)
+                      6.5, 7.0,        # 0.5 s waiting for the next epoch's batch, a step
+                      8.0])            # the report: 1 s nothing holds
+        clock = timing.Clock(now=lambda: next(ticks))
+        clock.step_begins(); clock.step_ends()
+        clock.step_begins(); clock.step_ends()
+        began = clock.phase_begins("eval"); clock.phase_ends("eval", began)
+        clock.step_begins(); clock.step_ends()
+        seconds = clock.breakdown()
+        self.assertEqual((seconds["compute"], seconds["data"], seconds["eval"], seconds["other"]),
+                         (2.5, 2.5, 2.0, 1.0))
+        self.assertEqual(sum(seconds.values()), 8.0)
+        with self.assertRaises(plan_mod.PlanError):
+            clock.phase_begins("lunch")
+
+    def test_the_verdict_is_dl_trains(self):
+        from dl_plan import timing
+
+        self.assertEqual(timing.verdict({"data": 41, "compute": 59})[1],
+                         "data-bound: 41% of the time waiting for data")
+        self.assertEqual(timing.verdict({"data": 14, "compute": 80, "optimizer": 6})[1],
+                         "compute-bound: 86% of the time in forward, backward and the optimizer")
+        self.assertEqual(timing.verdict({"data": 20, "compute": 40, "checkpoint": 30,
+                                         "eval": 10})[0], "checkpoint-bound")
+
+    def test_a_script_with_a_slow_dataset_is_told_it_is_data_bound(self):
+        script = textwrap.dedent("""
+            import sys, time, torch, dl_plan
+            from torch.utils.data import DataLoader, Dataset
+            class Slow(Dataset):
+                def __len__(self): return 24
+                def __getitem__(self, i):
+                    time.sleep(0.01)
+                    return torch.zeros(4), 0
+            plan = dl_plan.setup()
+            model = torch.nn.Linear(4, 2)
+            for x, y in dl_plan.loader(DataLoader(Slow(), batch_size=4)):
+                with dl_plan.step():
+                    model(x).sum().backward()
+            with dl_plan.phase("eval"):
+                time.sleep(0.005)
+            print(dl_plan.time_report(), file=sys.stderr)
+        """)
+        r = subprocess.run([sys.executable, "-c", script], env=clean_env(), capture_output=True,
+                           text=True, timeout=120)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("where the time went (6 steps timed by dl_plan):", r.stderr)
+        self.assertRegex(r.stderr, r"\ndata-bound: [0-9]+% of the time waiting for data")
+        self.assertIn("  eval ", r.stderr)
+        off = subprocess.run([sys.executable, "-c", script],
+                             env=clean_env(DL_TIME_BREAKDOWN="false"), capture_output=True,
+                             text=True, timeout=120)
+        self.assertEqual(off.returncode, 0, off.stderr)
+        self.assertNotIn("where the time went", off.stderr)
+
+
 class ConfigTest(unittest.TestCase):
     """dl.conf < DL_* < what the script was given < a probe's own value, as dl-launch layers."""
 

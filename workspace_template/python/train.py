@@ -601,7 +601,8 @@ class OptimizedTrainer:
         for epoch in range(self.start_epoch, cfg.epochs):
             lr = self.optimizer.param_groups[0]["lr"]
             t = self.train_epoch(epoch)  # a stop signal inside it saves last.pt and exits
-            val_loss, val_acc = self.evaluate()
+            with dl_plan.phase("eval"):  # for the breakdown of where the time goes
+                val_loss, val_acc = self.evaluate()
             epoch_seconds = time.perf_counter() - t["start"]
             self.scheduler.step()
             m = dict(epoch=epoch + 1, train_loss=t["train_loss"], train_acc=t["train_acc"],
@@ -633,6 +634,8 @@ class OptimizedTrainer:
             if is_best:
                 self.state.save(epoch + 1, name="best.pt")
             self.state.save(epoch + 1)
+        if self.main and dl_plan.time_report():
+            log(dl_plan.time_report())  # where the time went: the table and the verdict
         if cfg.run_dir and self.main:
             log(f"done: validation accuracy {100 * self.last_acc:.2f}% (best "
                 f"{100 * self.best:.2f}%); checkpoints {os.path.join(cfg.run_dir, 'last.pt')} "

@@ -1,0 +1,114 @@
+"""Where a script's time goes, as dl-train reports its own (docs/training.md, "Where the time
+goes"): `dl_plan.step()` times each step ("compute": the copy, forward, backward and optimizer
+as the script's host sees them), the gap from one step's end to the next step's start is the
+wait for the next batch ("data"), and a script marks the rest a line each:
+
+    with dl_plan.phase("eval"):        # validation
+        ...
+    state.save(epoch + 1)              # TrainingState marks its writes "checkpoint"
+
+A marked phase's time is its own. `dl_plan.time_report()` returns a table and the verdict by
+dl-train's rule (the largest of the overheads at or above 15% of the time, else compute-bound)
+for the script to print at its end (the template's train.py does, on rank 0): printed by the
+module at exit, it would follow a refusal's one line. On a GPU the step's time is the
+host's: work it queued lands where the host next waits (an .item(), the next step).
+"""
+
+import time
+
+from dl_plan.errors import PlanError
+
+# dl-train's phases (trainer/train/monitor/time_breakdown.h), in its order.
+PHASES = ("data", "copy", "compute", "optimizer", "exchange", "checkpoint", "eval", "other")
+MARKABLE = ("copy", "optimizer", "exchange", "checkpoint", "eval")
+BOUND_SHARE = 0.15
+_OVERHEADS = ("data", "exchange", "checkpoint", "copy", "eval")  # the order ties are broken
+_LABELS = {"data": "waiting for data", "copy": "copying batches to the device",
+           "compute": "in the steps", "optimizer": "in the optimizer",
+           "exchange": "waiting on the gradient exchange", "checkpoint": "on checkpoints",
+           "eval": "in validation", "other": "elsewhere"}
+_NAMES = {"data": "data-bound", "copy": "copy-bound", "exchange": "exchange-bound",
+          "checkpoint": "checkpoint-bound", "eval": "evaluation-bound"}
+
+
+def verdict(seconds):
+    """(name, line) for {phase: seconds}: dl-train's rule."""
+    total = sum(seconds.values())
+    if total <= 0:
+        return "compute-bound", "no time measured"
+    bound, best = None, 0.0
+    for p in _OVERHEADS:
+        s = seconds.get(p, 0.0)
+        if s / total >= BOUND_SHARE and s > best:
+            bound, best = p, s
+    if bound is not None:
+        share = 100.0 * best / total
+        return _NAMES[bound], f"{_NAMES[bound]}: {share:.0f}% of the time {_LABELS[bound]}"
+    share = 100.0 * (seconds.get("compute", 0.0) + seconds.get("optimizer", 0.0)) / total
+    return "compute-bound", (f"compute-bound: {share:.0f}% of the time in forward, backward and "
+                             "the optimizer")
+
+
+class Clock:
+    """The seconds of each phase since the first step; `now` is a clock (for tests)."""
+
+    def __init__(self, now=time.perf_counter):
+        self.now = now
+        self.seconds = dict.fromkeys(PHASES, 0.0)
+        self.started = None   # the first step's start
+        self.steps = 0
+        self._step_start = None
+        self._last_end = None  # the previous step's end, while the gap after it is data's
+
+    def step_begins(self):
+        t = self.now()
+        if self.started is None:
+            self.started = t
+        if self._last_end is not None:
+            self.seconds["data"] += t - self._last_end
+        self._step_start = t
+
+    def step_ends(self):
+        t = self.now()
+        if self._step_start is not None:
+            self.seconds["compute"] += t - self._step_start
+            self.steps += 1
+        self._step_start = None
+        self._last_end = t
+
+    def phase_begins(self, name):
+        if name not in MARKABLE:
+            raise PlanError(f"dl_plan.phase({name!r}): expected one of {', '.join(MARKABLE)}")
+        self._last_end = None  # the wait after a marked phase is not the loader's
+        return self.now()
+
+    def phase_ends(self, name, began):
+        self.seconds[name] += self.now() - began
+        self._last_end = self.now() if self.steps else None
+
+    def breakdown(self):
+        """{phase: seconds} since the first step, "other" what no phase holds."""
+        out = dict(self.seconds)
+        if self.started is None:
+            return out
+        out["other"] = max(0.0, self.now() - self.started - sum(self.seconds.values()))
+        return out
+
+    def report(self):
+        """The table and the verdict line, as dl-train ends a run; "" before any step."""
+        if not self.steps:
+            return ""
+        seconds = self.breakdown()
+        total = sum(seconds.values())
+        rows = [f"where the time went ({self.steps} steps timed by dl_plan):",
+                f"  {'phase':<12}{'seconds':>10}{'share':>8}"]
+        for p in PHASES:
+            if seconds[p] > 0 or p in ("data", "compute"):
+                rows.append(f"  {p:<12}{seconds[p]:>10.2f}{100.0 * seconds[p] / total:>7.1f}%  "
+                            f"{_LABELS[p]}")
+        rows.append(f"  {'total':<12}{total:>10.2f}")
+        rows.append(verdict(seconds)[1])
+        return "\n".join(rows)
+
+
+CLOCK = Clock()
