@@ -57,10 +57,12 @@ TEST(TrainerTimeBreakdown, AStarvedLoaderIsDataBound) {
   TempDir ws;
   Process make({kMakeJpegSet, "--out", ws / "photos", "--per-class", "12", "--sides", "800-1000"});
   ASSERT_EQ(make.wait(kRunTimeout).code, 0);
-  // 800-1000 px JPEGs decoded in the training process for a CNN on 32 px crops.
+  // 800-1000 px JPEGs decoded in the training process for a CNN on 32 px crops. One compute
+  // thread: loading and the steps then share the one thread alike, so a machine busy with other
+  // work slows both (two threads' steps slowed 5x beside a CI run, and the run read as compute).
   const Result r = train(ws, "data",
                          {"--data", ws / "photos/train", "--image-size", "32", "--batch-size", "16",
-                          "--workers", "0"});
+                          "--workers", "0", "--threads", "1"});
   expect_bound(ws, "data", r, "data-bound");
 }
 

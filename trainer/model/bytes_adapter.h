@@ -18,7 +18,8 @@ class BytesAdapter : public caffe2::serialize::ReadAdapterInterface {
   explicit BytesAdapter(const std::vector<char>& bytes) : bytes_(bytes) {}
   size_t size() const override { return bytes_.size(); }
   size_t read(uint64_t pos, void* buf, size_t n, const char* /*what*/) const override {
-    if (pos >= bytes_.size()) return 0;
+    // LibTorch reads an empty record with n 0 into a null buffer: memcpy may not be given one.
+    if (pos >= bytes_.size() || n == 0) return 0;
     n = std::min<size_t>(n, bytes_.size() - static_cast<size_t>(pos));
     std::memcpy(buf, bytes_.data() + pos, n);
     return n;
