@@ -14,21 +14,26 @@ constexpr Phase kAll[kPhases] = {Phase::kData,      Phase::kCopy,     Phase::kCo
 constexpr Phase kOverheads[] = {Phase::kData, Phase::kExchange, Phase::kCheckpoint, Phase::kCopy,
                                 Phase::kEval};
 
-const char* bound_name(Phase p) {
-  switch (p) {
-    case Phase::kData:
-      return "data-bound";
-    case Phase::kCopy:
-      return "copy-bound";
-    case Phase::kExchange:
-      return "exchange-bound";
-    case Phase::kCheckpoint:
-      return "checkpoint-bound";
-    case Phase::kEval:
-      return "evaluation-bound";
-    default:
-      return "compute-bound";
-  }
+// Each phase's names, in the enum's order: metrics.csv's and TensorBoard's, the verdict's
+// ("compute-bound" for the phases that are not overheads) and the table's.
+struct PhaseNames {
+  const char* name;
+  const char* bound;
+  const char* label;
+};
+constexpr PhaseNames kNames[kPhases] = {
+    {"data", "data-bound", "waiting for data"},
+    {"copy", "copy-bound", "copying batches to the device"},
+    {"compute", "compute-bound", "in forward and backward"},
+    {"optimizer", "compute-bound", "in the optimizer"},
+    {"exchange", "exchange-bound", "waiting on the gradient exchange"},
+    {"checkpoint", "checkpoint-bound", "on checkpoints"},
+    {"eval", "evaluation-bound", "in validation"},
+    {"other", "compute-bound", "elsewhere (logging, epoch ends)"},
+};
+
+const PhaseNames& names(Phase p) {
+  return kNames[static_cast<std::size_t>(p)];
 }
 
 }  // namespace
@@ -45,47 +50,11 @@ TimeBreakdown& TimeBreakdown::operator+=(const TimeBreakdown& other) {
 }
 
 const char* phase_name(Phase p) {
-  switch (p) {
-    case Phase::kData:
-      return "data";
-    case Phase::kCopy:
-      return "copy";
-    case Phase::kCompute:
-      return "compute";
-    case Phase::kOptimizer:
-      return "optimizer";
-    case Phase::kExchange:
-      return "exchange";
-    case Phase::kCheckpoint:
-      return "checkpoint";
-    case Phase::kEval:
-      return "eval";
-    case Phase::kOther:
-      return "other";
-  }
-  return "?";
+  return names(p).name;
 }
 
 const char* phase_label(Phase p) {
-  switch (p) {
-    case Phase::kData:
-      return "waiting for data";
-    case Phase::kCopy:
-      return "copying batches to the device";
-    case Phase::kCompute:
-      return "in forward and backward";
-    case Phase::kOptimizer:
-      return "in the optimizer";
-    case Phase::kExchange:
-      return "waiting on the gradient exchange";
-    case Phase::kCheckpoint:
-      return "on checkpoints";
-    case Phase::kEval:
-      return "in validation";
-    case Phase::kOther:
-      return "elsewhere (logging, epoch ends)";
-  }
-  return "?";
+  return names(p).label;
 }
 
 Verdict verdict(const TimeBreakdown& t) {
@@ -103,7 +72,7 @@ Verdict verdict(const TimeBreakdown& t) {
       v.bound = p;
     }
   }
-  v.name = bound_name(v.bound);
+  v.name = names(v.bound).bound;
   if (v.bound != Phase::kCompute) {
     v.percent = 100.0 * t[v.bound] / total;
     v.line = fmt::format("{}: {:.0f}% of the time {}", v.name, v.percent, phase_label(v.bound));
