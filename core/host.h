@@ -22,6 +22,12 @@ struct GpuInfo {
   std::uint64_t free_bytes = 0;
   int cc_major = 0;  // compute capability
   int cc_minor = 0;
+  // What NVML says of its clocks and its PCIe link (0: NVML cannot say). An idle GPU runs both
+  // slower than its maximum to save power: the current figures are a moment's.
+  unsigned sm_clock_mhz = 0, max_sm_clock_mhz = 0;
+  unsigned memory_clock_mhz = 0, max_memory_clock_mhz = 0;
+  unsigned pcie_gen = 0, max_pcie_gen = 0;
+  unsigned pcie_width = 0, max_pcie_width = 0;
 };
 
 // What NVML said. No NVML (no driver) or no GPU is an ordinary CPU machine: `available` is false

@@ -12,6 +12,8 @@ namespace {
 using nvmlReturn_t = int;
 constexpr nvmlReturn_t kNvmlSuccess = 0;
 constexpr unsigned kNvmlTemperatureGpu = 0;
+constexpr unsigned kNvmlClockSm = 1;  // nvmlClockType_t
+constexpr unsigned kNvmlClockMem = 2;
 using nvmlDevice_t = struct nvmlDevice_st*;
 struct nvmlMemory_t {
   unsigned long long total;
@@ -48,6 +50,13 @@ struct Nvml::Api {
   // Optional: the _v2 form came with driver 450; a driver too old for either is told apart by
   // its version string alone.
   nvmlReturn_t (*cuda_version)(int*) = nullptr;
+  // Optional: dl-launch doctor's clocks and PCIe link.
+  nvmlReturn_t (*clock)(nvmlDevice_t, unsigned, unsigned*) = nullptr;
+  nvmlReturn_t (*max_clock)(nvmlDevice_t, unsigned, unsigned*) = nullptr;
+  nvmlReturn_t (*pcie_gen)(nvmlDevice_t, unsigned*) = nullptr;
+  nvmlReturn_t (*max_pcie_gen)(nvmlDevice_t, unsigned*) = nullptr;
+  nvmlReturn_t (*pcie_width)(nvmlDevice_t, unsigned*) = nullptr;
+  nvmlReturn_t (*max_pcie_width)(nvmlDevice_t, unsigned*) = nullptr;
 };
 
 std::unique_ptr<Nvml> Nvml::open(const std::string& library, std::string* why) {
@@ -76,6 +85,12 @@ std::unique_ptr<Nvml> Nvml::open(const std::string& library, std::string* why) {
   }
   resolve(handle, "nvmlDeviceGetUtilizationRates", &api->utilization);
   resolve(handle, "nvmlDeviceGetTemperature", &api->temperature);
+  resolve(handle, "nvmlDeviceGetClockInfo", &api->clock);
+  resolve(handle, "nvmlDeviceGetMaxClockInfo", &api->max_clock);
+  resolve(handle, "nvmlDeviceGetCurrPcieLinkGeneration", &api->pcie_gen);
+  resolve(handle, "nvmlDeviceGetMaxPcieLinkGeneration", &api->max_pcie_gen);
+  resolve(handle, "nvmlDeviceGetCurrPcieLinkWidth", &api->pcie_width);
+  resolve(handle, "nvmlDeviceGetMaxPcieLinkWidth", &api->max_pcie_width);
   if (!resolve(handle, "nvmlSystemGetCudaDriverVersion_v2", &api->cuda_version)) {
     resolve(handle, "nvmlSystemGetCudaDriverVersion", &api->cuda_version);
   }
@@ -127,6 +142,22 @@ std::optional<GpuInfo> Nvml::device(int index) const {
     info.free_bytes = mem.free;
   }
   api_->capability(dev, &info.cc_major, &info.cc_minor);
+  // Each figure where the driver has the call; a failed one leaves its 0 ("cannot say").
+  const auto ask = [dev](nvmlReturn_t (*fn)(nvmlDevice_t, unsigned*), unsigned* out) {
+    if (fn != nullptr && fn(dev, out) != kNvmlSuccess) *out = 0;
+  };
+  const auto ask_clock = [dev](nvmlReturn_t (*fn)(nvmlDevice_t, unsigned, unsigned*), unsigned type,
+                               unsigned* out) {
+    if (fn != nullptr && fn(dev, type, out) != kNvmlSuccess) *out = 0;
+  };
+  ask_clock(api_->clock, kNvmlClockSm, &info.sm_clock_mhz);
+  ask_clock(api_->max_clock, kNvmlClockSm, &info.max_sm_clock_mhz);
+  ask_clock(api_->clock, kNvmlClockMem, &info.memory_clock_mhz);
+  ask_clock(api_->max_clock, kNvmlClockMem, &info.max_memory_clock_mhz);
+  ask(api_->pcie_gen, &info.pcie_gen);
+  ask(api_->max_pcie_gen, &info.max_pcie_gen);
+  ask(api_->pcie_width, &info.pcie_width);
+  ask(api_->max_pcie_width, &info.max_pcie_width);
   return info;
 }
 

@@ -41,6 +41,7 @@
 #include "launcher/checkpoint_command.h"
 #include "launcher/command.h"
 #include "launcher/data_facts.h"
+#include "launcher/doctor.h"
 #include "launcher/init.h"
 #include "launcher/launch.h"
 #include "launcher/options.h"
@@ -593,7 +594,7 @@ void adopt_resumed_recipe(Launch& launch) {
 // Probe, plan, the run's name and, with `check_run`, what the start would do to its directory;
 // where the plan wants it, the batch-size search and a second plan around its answer; then rank
 // 0's port, the pinning and the program's environment.
-void plan_launch(const LaunchOptions& opts, Launch& launch, bool check_run) {
+void plan_launch(const LaunchOptions& opts, Launch& launch, bool check_run, bool measure = true) {
   const SystemHost host(opts.nvml_library);
   launch.facts = probe(host);
   launch.plan = make_plan(launch.facts, launch.request);
@@ -614,7 +615,9 @@ void plan_launch(const LaunchOptions& opts, Launch& launch, bool check_run) {
     replan(launch);
     launch.env = child_environment(launch);
   }
-  if (!launch.request.default_program) {
+  if (!measure) {
+    // dl-launch doctor: the plan as it stands, no probe of the program.
+  } else if (!launch.request.default_program) {
     tune_user_program(opts, launch);
   } else if (wants_batch_search(launch.request, launch.plan.device.value)) {
     // Probes get the environment training would get (the first plan's threads, device and
@@ -845,7 +848,44 @@ void restrict_to_checkpoint_command(const CheckpointCommand& c, LaunchOptions& o
   opts.request.ranks.nproc_per_node = {"1", "dl-launch " + c.word};
 }
 
+// dl-launch doctor: planned as a dry run without the program's probes, then measured (doctor.h).
+int doctor(int argc, const char* const argv[]) {
+  bool full = false;
+  const std::vector<std::string> args = doctor_launcher_args(argc, argv, &full);
+  std::vector<const char*> args_c;
+  for (const std::string& a : args) args_c.push_back(a.c_str());
+  const int n = static_cast<int>(args_c.size());
+  LaunchOptions opts = parse_options(n, args_c.data());
+  if (const auto stray = stray_word(n, args_c.data(), option_accepts_value)) {
+    throw UserError(exit_code::kUsage, *stray);
+  }
+  if (opts.help) {
+    std::cout << doctor_usage();
+    return exit_code::kOk;
+  }
+  install_stop_handlers();
+  opts.dry_run = true;  // nothing is started or written; a refusal of the data is a finding
+  std::optional<std::string> missing_trainer;
+  Launch launch = resolve_launch(opts, &missing_trainer);
+  check_data(opts, launch);
+  plan_launch(opts, launch, /*check_run=*/false, /*measure=*/false);
+  DoctorRequest r;
+  r.full = full;
+  r.json = opts.json;
+  r.env = probe_environment(launch);
+  r.nvml_library = opts.nvml_library;
+  try {
+    r.trainer = launch.request.default_program && !missing_trainer
+                    ? launch.command
+                    : trainer_command(opts.trainer, self_directory());
+  } catch (const UserError& e) {
+    r.missing_trainer = e.what();
+  }
+  return run_doctor(launch, r);
+}
+
 int run(int argc, const char* const argv[]) {
+  if (argc >= 2 && std::string(argv[1]) == "doctor") return doctor(argc, argv);
   if (argc >= 2 && std::string(argv[1]) == "init") {
     return init_main(std::vector<std::string>(argv + 2, argv + argc), std::cout);
   }

@@ -37,7 +37,8 @@ std::optional<std::string> stray_word(int argc, const char* const argv[],
                      : ": did you mean dl-launch " + near + " ...? (the subcommand comes first)";
     } else {
       line +=
-          "; expected a subcommand (init, evaluate, predict) first, options, and a command to "
+          "; expected a subcommand (init, evaluate, predict, doctor) first, options, and a command "
+          "to "
           "start after -- (dl-launch [options] -- python3 train.py)";
     }
     return line;

@@ -1,6 +1,6 @@
-// dl-launch's first word: a subcommand (init, evaluate, predict), an option, or nothing else. A
-// word that is none of them (a mistyped `evalute`, a command without `--`) would otherwise be
-// dropped by the option parser and the default training started: it is refused instead.
+// dl-launch's first word: a subcommand (init, evaluate, predict, doctor), an option, or nothing
+// else. A word that is none of them (a mistyped `evalute`, a command without `--`) would otherwise
+// be dropped by the option parser and the default training started: it is refused instead.
 #pragma once
 
 #include <optional>
@@ -9,7 +9,7 @@
 namespace dl {
 
 // The subcommands, in the order --help lists them.
-inline constexpr const char* kSubcommands[] = {"init", "evaluate", "predict"};
+inline constexpr const char* kSubcommands[] = {"init", "evaluate", "predict", "doctor"};
 
 // The error line for the first positional word among the launcher's own arguments (those before
 // `--`) when argv[1] is not a subcommand; nullopt when there is none. `takes_value(name)` says

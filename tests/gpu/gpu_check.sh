@@ -15,6 +15,8 @@
 #     reserved memory per batch, the answer), then that script at the answer with validation;
 #   * dl_loader (the Python module over the loader, pinned buffers) feeding a ResNet-50 fp16 step
 #     against torch's DataLoader with torchvision's transforms (tests/gpu/loader_feed.py);
+#   * dl-launch doctor --full: pinned and pageable host-to-device copies against the PCIe link's
+#     limit, the GPU's clocks and link as NVML gives them;
 #   * exact resume on CUDA: ResNet-50's step stall for a checkpoint inside an epoch, a SIGTERM's
 #     time to exit with last.pt saved, and --resume going on at the next batch.
 #
@@ -375,6 +377,27 @@ PY
   else
     cat "$logs/template-search.log"
     failed=1; rows+=("| template train.py: search over its step probes (CUDA) | FAIL | log $logs/template-search.log |")
+  fi
+  # dl-launch doctor on the GPU: host-to-device copies pinned and pageable against the PCIe
+  # link's limit, the GPU's clocks and link from NVML, decoding the template's photos.
+  say "== dl-launch doctor --full on the GPU"
+  if (cd "$tws" && "$build/launcher/dl-launch" doctor --full --json --workspace . --data photos) \
+    >"$logs/doctor.json" 2>"$logs/doctor.log"; then
+    drow=$("$python" - "$logs/doctor.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+c, g = d["copy"], (d["gpus"] or [{}])[0]
+print(f"pinned {c.get('pinned_gb_s', 0):.1f} GB/s, pageable {c.get('pageable_gb_s', 0):.1f} GB/s"
+      f" (link gen {g.get('pcie_gen')} x{g.get('pcie_width')}, limit {g.get('pcie_limit_gb_s', 0):.1f});"
+      f" SM {g.get('sm_clock_mhz')}/{g.get('max_sm_clock_mhz')} MHz;"
+      f" JPEG {d['decode'].get('scaled_per_core', 0):.0f}/s a core; {d['seconds']:.1f} s")
+PY
+)
+    cat "$logs/doctor.json"
+    rows+=("| dl-launch doctor --full (CUDA) | ok | $drow |")
+  else
+    cat "$logs/doctor.log"
+    failed=1; rows+=("| dl-launch doctor --full (CUDA) | FAIL | log $logs/doctor.log |")
   fi
   # dl_loader (the Python module over the loader) feeding a ResNet-50 fp16 step on CUDA, against
   # torch's DataLoader with torchvision's transforms, on the template's photos (8000 JPEGs).

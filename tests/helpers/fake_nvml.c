@@ -8,6 +8,10 @@
  *   FAKE_NVML_DRIVER     the driver version string (default "535.104.05")
  *   FAKE_NVML_CUDA       the newest CUDA the driver supports, NVML's integer form (default 12020
  *                        for 12.2, what driver 535 reports; "none": NVML_ERROR_NOT_SUPPORTED)
+ *   FAKE_NVML_LINK       "gen,width,max_gen,max_width" of every GPU's PCIe link (default
+ *                        "4,16,4,16")
+ *   FAKE_NVML_CLOCKS     "sm,max_sm,memory,max_memory" MHz of every GPU (default
+ *                        "1410,1410,1215,1215")
  *   FAKE_NVML_LOADED     a path: the library creates that file when it is loaded, so a test can
  *                        tell whether a process loaded it at all
  *
@@ -213,4 +217,53 @@ int nvmlDeviceGetTemperature(void* device, unsigned sensor, unsigned* temperatur
   if (gpu == NULL || temperature == NULL || sensor != 0) return FAKE_ERROR_INVALID_ARGUMENT;
   *temperature = 55;
   return FAKE_SUCCESS;
+}
+
+/* Field `index` (0-based) of the comma-separated list in variable `name`, else `fallback`. */
+static unsigned list_field(const char* name, int index, unsigned fallback) {
+  const char* spec = getenv(name);
+  int i;
+  if (spec == NULL || *spec == '\0') return fallback;
+  for (i = 0; i < index; ++i) {
+    spec = strchr(spec, ',');
+    if (spec == NULL) return fallback;
+    ++spec;
+  }
+  return (unsigned)strtoul(spec, NULL, 10);
+}
+
+static int link_field(void* device, unsigned* out, int index, unsigned fallback) {
+  if (gpu_of(device) == NULL || out == NULL) return FAKE_ERROR_INVALID_ARGUMENT;
+  *out = list_field("FAKE_NVML_LINK", index, fallback);
+  return FAKE_SUCCESS;
+}
+
+int nvmlDeviceGetCurrPcieLinkGeneration(void* device, unsigned* gen) {
+  return link_field(device, gen, 0, 4);
+}
+int nvmlDeviceGetCurrPcieLinkWidth(void* device, unsigned* width) {
+  return link_field(device, width, 1, 16);
+}
+int nvmlDeviceGetMaxPcieLinkGeneration(void* device, unsigned* gen) {
+  return link_field(device, gen, 2, 4);
+}
+int nvmlDeviceGetMaxPcieLinkWidth(void* device, unsigned* width) {
+  return link_field(device, width, 3, 16);
+}
+
+/* Clock types as NVML numbers them: 1 SM, 2 memory. */
+static int clock_field(void* device, unsigned type, unsigned* clock, int max) {
+  if (gpu_of(device) == NULL || clock == NULL || (type != 1 && type != 2)) {
+    return FAKE_ERROR_INVALID_ARGUMENT;
+  }
+  *clock = type == 1 ? list_field("FAKE_NVML_CLOCKS", max, 1410)
+                     : list_field("FAKE_NVML_CLOCKS", 2 + max, 1215);
+  return FAKE_SUCCESS;
+}
+
+int nvmlDeviceGetClockInfo(void* device, unsigned type, unsigned* clock) {
+  return clock_field(device, type, clock, 0);
+}
+int nvmlDeviceGetMaxClockInfo(void* device, unsigned type, unsigned* clock) {
+  return clock_field(device, type, clock, 1);
 }

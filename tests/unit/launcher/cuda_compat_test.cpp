@@ -18,7 +18,13 @@ GpuReport driver(const std::string& version, int cuda) {
   g.note = "NVML " + version;
   g.driver_version = version;
   g.cuda_driver_version = cuda;
-  g.gpus.push_back(GpuInfo{0, "Tesla T4", 15ull << 30, 14ull << 30, 7, 5});
+  GpuInfo t4;
+  t4.name = "Tesla T4";
+  t4.total_bytes = 15ull << 30;
+  t4.free_bytes = 14ull << 30;
+  t4.cc_major = 7;
+  t4.cc_minor = 5;
+  g.gpus.push_back(t4);
   return g;
 }
 

@@ -13,6 +13,7 @@
 #include "core/errors.h"
 #include "core/version.h"
 #include "train/modes/data_facts_mode.h"
+#include "train/modes/doctor_mode.h"
 #include "train/modes/eval_config.h"
 #include "train/modes/evaluate_mode.h"
 #include "train/modes/pack_mode.h"
@@ -64,6 +65,13 @@ int run(int argc, const char* const argv[]) {
     // stdout carries the JSON line and nothing else: the log (a shard's warning) goes to stderr.
     spdlog::set_default_logger(make_logger("dl-train-facts", true));
     return run_data_facts(args.config);
+  }
+  if (!args.doctor.empty() || args.doctor_exchange) {
+    // stdout carries the JSON line and nothing else: the log goes to stderr.
+    spdlog::set_default_logger(make_logger("dl-train-doctor", true));
+    const bool full = args.doctor == "full";
+    return args.doctor_exchange ? run_exchange_bench(args.config, full)
+                                : run_doctor(args.config, full);
   }
   if (const auto batch = probe_batch_setting(argc, argv)) {
     // stdout carries the probe's JSON line and nothing else: the log goes to stderr.

@@ -26,7 +26,13 @@ po::options_description command_line() {
       "config,c", po::value<std::string>(), "config file (default: ./dl.conf, or $DL_CONFIG)")(
       "data-facts",
       "open the data as training would and print its facts as one JSON line (kind, training and "
-      "validation samples, classes, shards, input shape and bytes), then exit");
+      "validation samples, classes, shards, input shape and bytes), then exit")(
+      "doctor", po::value<std::string>()->implicit_value("short"),
+      "measure JPEG decoding, the data's read rate and host-to-device copies for dl-launch doctor "
+      "(short|full) and print them as one JSON line, then exit")(
+      "doctor-exchange",
+      "one rank of dl-launch doctor's allreduce measurement (the ranks from torchrun's "
+      "variables), then exit");
   d.add(settings::train()).add(settings::launch());
   return d;
 }
@@ -82,6 +88,14 @@ ParsedArgs parse_train_args(int argc, const char* const argv[]) {
   parsed.help = s.has("help");
   parsed.version = s.has("version");
   parsed.data_facts = s.has("data-facts");
+  parsed.doctor_exchange = s.has("doctor-exchange");
+  if (s.has("doctor")) {
+    parsed.doctor = s.get("doctor");
+    if (parsed.doctor != "short" && parsed.doctor != "full") {
+      throw UserError(exit_code::kUsage,
+                      "--doctor: expected short or full, not '" + parsed.doctor + "'");
+    }
+  }
   if (parsed.help || parsed.version) return parsed;
   s.add_environment();
   s.resolve_paths(current_directory());

@@ -69,6 +69,8 @@ struct ParsedArgs {
   bool help = false;
   bool version = false;
   bool data_facts = false;  // --data-facts: describe the data (modes/data_facts_mode.h) and exit
+  std::string doctor;       // --doctor short|full: measure for dl-launch doctor (doctor_mode.h)
+  bool doctor_exchange = false;  // --doctor-exchange: one rank of the allreduce measurement
   TrainConfig config;
 };
 
