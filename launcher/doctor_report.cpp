@@ -113,9 +113,11 @@ std::vector<Row> rows(const DoctorFigures& f) {
   r.push_back(
       {"/dev/shm",
        shm.present ? format_bytes(shm.free) + " free of " + format_bytes(shm.total) : "missing",
-       "a PyTorch DataLoader with " + std::to_string(f.needs.workers) + " worker(s) x " +
-           std::to_string(f.needs.local_ranks) + " rank(s) at batch " +
-           std::to_string(f.needs.batch) + ": about " + format_bytes(need)});
+       f.needs.workers <= 0
+           ? std::string("no loader workers planned: a DataLoader needs none")
+           : "a PyTorch DataLoader with " + std::to_string(f.needs.workers) + " worker(s) x " +
+                 std::to_string(f.needs.local_ranks) + " rank(s) at batch " +
+                 std::to_string(f.needs.batch) + ": about " + format_bytes(need)});
   const GpuReport& gpu = f.facts.gpu;
   if (!gpu.available) {
     r.push_back({"GPU", "none", gpu.note});
