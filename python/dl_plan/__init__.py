@@ -146,10 +146,12 @@ def loader(data_loader):
     """Returns `data_loader`; in a loader probe, times its batches, answers and ends the script;
     in a step probe, notes its data set's size (and answers at once when the batch asked for is
     larger than the data set: no batch to step on)."""
+    global _loader_workers
     if _probe.PROBE.kind == "loader":
         _probe.PROBE.time_loader(data_loader)
     elif _probe.PROBE.kind == "step":
         _probe.PROBE.note_loader(data_loader)
+    _loader_workers = getattr(data_loader, "num_workers", _loader_workers)
     return data_loader
 
 
@@ -201,10 +203,18 @@ def phase(name):
         _timing.CLOCK.phase_ends(name, began)
 
 
+_loader_workers = None  # the last DataLoader given to loader(): its num_workers
+
+
 def time_report():
-    """The table and verdict of where the time went so far ("" before any step timed), for the
-    script to print at its end: `print(dl_plan.time_report(), file=sys.stderr)`."""
-    return _timing.CLOCK.report()
+    """The table, verdict and prescriptions of where the time went so far ("" before any step
+    timed), for the script to print at its end: `print(dl_plan.time_report(), file=sys.stderr)`.
+    The cores are the usable ones, the workers the DataLoader's given to loader() (else the
+    plan's), the threads torch's."""
+    import torch
+
+    workers = _loader_workers if isinstance(_loader_workers, int) else plan().workers
+    return _timing.CLOCK.report(usable_cores().value, workers, torch.get_num_threads())
 
 
 def _remember_crash(kind, value, traceback):

@@ -12,8 +12,14 @@ dl-train's rule (the largest of the overheads at or above 15% of the time, else 
 for the script to print at its end (the template's train.py does, on rank 0): printed by the
 module at exit, it would follow a refusal's one line. On a GPU the step's time is the
 host's: work it queued lands where the host next waits (an .item(), the next step).
+
+After the verdict come dl-train's prescriptions for its bound (trainer/train/monitor/
+prescription.h), each from what this run measured or counted: what the data wait cost and
+whether a core is left for the loader's workers, a compute-bound run's idle cores, the
+checkpoint interval the writes' own durations allow, validation against the training steps.
 """
 
+import math
 import time
 
 from dl_plan.errors import PlanError
@@ -22,6 +28,7 @@ from dl_plan.errors import PlanError
 PHASES = ("data", "copy", "compute", "optimizer", "exchange", "checkpoint", "eval", "other")
 MARKABLE = ("copy", "optimizer", "exchange", "checkpoint", "eval")
 BOUND_SHARE = 0.15
+WORTH_IT = 0.05  # dl-train's kWorthIt: a checkpoint interval keeps the writes near this share
 _OVERHEADS = ("data", "exchange", "checkpoint", "copy", "eval")  # the order ties are broken
 _LABELS = {"data": "waiting for data", "copy": "copying batches to the device",
            "compute": "in the steps", "optimizer": "in the optimizer",
@@ -49,6 +56,49 @@ def verdict(seconds):
                              "the optimizer")
 
 
+def checkpoint_interval_for(write_seconds):
+    """dl-train's: seconds below two minutes ("11s"), else whole minutes ("3m")."""
+    seconds = max(1.0, math.ceil(write_seconds / WORTH_IT))
+    return f"{int(seconds)}s" if seconds < 120 else f"{int(math.ceil(seconds / 60.0))}m"
+
+
+def prescribe(seconds, bound, cores=0, workers=0, threads=1, checkpoints=0, evals=0):
+    """dl-train's prescription lines for `bound` (verdict()'s name) from {phase: seconds}, the
+    usable cores (0: unknown), the DataLoader's workers, torch's threads, and how many
+    checkpoint and eval phases were marked."""
+    total = sum(seconds.values())
+    out = []
+    if total <= 0:
+        return out
+    idle = cores - workers - threads if cores > 0 else 0
+    if bound == "data-bound":
+        waited = seconds.get("data", 0.0)
+        out.append(f"waiting for data took {waited:.2f} s of {total:.2f} s: fed as fast as its "
+                   f"steps ran, the run would take up to {100.0 * waited / total:.0f}% less time")
+        if cores > 0 and idle > 0:
+            out.append(f"{idle} of the {cores} core(s) are idle ({workers} worker(s), {threads} "
+                       f"thread(s)): --workers {workers + idle} gives the loader those cores")
+        elif cores > 0:
+            out.append(f"the {cores} core(s) are all in use ({workers} worker(s), {threads} "
+                       "thread(s)): more workers would take cores from the steps; make each "
+                       "sample cheaper to load")
+    elif bound == "compute-bound" and idle > 0:
+        out.append(f"{idle} of the {cores} core(s) are idle ({workers} worker(s), {threads} "
+                   f"thread(s)): --threads {threads + idle} gives the steps those cores")
+    elif bound == "checkpoint-bound" and checkpoints > 0:
+        each = seconds.get("checkpoint", 0.0) / checkpoints
+        out.append(f"{checkpoints} checkpoint(s) took {each:.2f} s each: saving every "
+                   f"{checkpoint_interval_for(each)} or less often keeps them near "
+                   f"{100.0 * WORTH_IT:.0f}% of the time")
+    elif bound == "evaluation-bound" and evals > 0:
+        steps = sum(seconds.get(p, 0.0) for p in ("data", "copy", "compute", "optimizer",
+                                                  "exchange"))
+        out.append(f"validation took {seconds.get('eval', 0.0) / evals:.2f} s a pass against "
+                   f"{steps / evals:.2f} s of training steps between passes: a smaller "
+                   "validation set, or more training between passes, shifts the balance")
+    return out
+
+
 class Clock:
     """The seconds of each phase since the first step; `now` is a clock (for tests)."""
 
@@ -59,6 +109,7 @@ class Clock:
         self.steps = 0
         self._step_start = None
         self._last_end = None  # the previous step's end, while the gap after it is data's
+        self.marks = dict.fromkeys(MARKABLE, 0)  # how many times each phase was marked
 
     def step_begins(self):
         t = self.now()
@@ -84,6 +135,7 @@ class Clock:
 
     def phase_ends(self, name, began):
         self.seconds[name] += self.now() - began
+        self.marks[name] += 1
         self._last_end = self.now() if self.steps else None
 
     def breakdown(self):
@@ -94,8 +146,9 @@ class Clock:
         out["other"] = max(0.0, self.now() - self.started - sum(self.seconds.values()))
         return out
 
-    def report(self):
-        """The table and the verdict line, as dl-train ends a run; "" before any step."""
+    def report(self, cores=0, workers=0, threads=1):
+        """The table, the verdict line and its prescriptions (prescribe()), as dl-train ends a
+        run; "" before any step."""
         if not self.steps:
             return ""
         seconds = self.breakdown()
@@ -107,7 +160,10 @@ class Clock:
                 rows.append(f"  {p:<12}{seconds[p]:>10.2f}{100.0 * seconds[p] / total:>7.1f}%  "
                             f"{_LABELS[p]}")
         rows.append(f"  {'total':<12}{total:>10.2f}")
-        rows.append(verdict(seconds)[1])
+        name, line = verdict(seconds)
+        rows.append(line)
+        rows += [f"  -> {p}" for p in prescribe(seconds, name, cores, workers, threads,
+                                                 self.marks["checkpoint"], self.marks["eval"])]
         return "\n".join(rows)
 
 

@@ -247,6 +247,33 @@ class TimingTest(unittest.TestCase):
         self.assertEqual(timing.verdict({"data": 20, "compute": 40, "checkpoint": 30,
                                          "eval": 10})[0], "checkpoint-bound")
 
+    def test_the_prescriptions_are_dl_trains_from_what_the_run_counted(self):
+        from dl_plan import timing
+
+        data = {"data": 4.0, "compute": 6.0}
+        self.assertEqual(timing.prescribe(data, "data-bound", cores=2, workers=0, threads=1), [
+            "waiting for data took 4.00 s of 10.00 s: fed as fast as its steps ran, the run "
+            "would take up to 40% less time",
+            "1 of the 2 core(s) are idle (0 worker(s), 1 thread(s)): --workers 1 gives the "
+            "loader those cores"])
+        self.assertIn("all in use", timing.prescribe(data, "data-bound", 2, 0, 2)[1])
+        self.assertEqual(len(timing.prescribe(data, "data-bound")), 1)  # cores unknown
+        compute = {"data": 0.1, "compute": 9.9}
+        self.assertEqual(timing.prescribe(compute, "compute-bound", 4, 0, 1),
+                         ["3 of the 4 core(s) are idle (0 worker(s), 1 thread(s)): --threads 4 "
+                          "gives the steps those cores"])
+        self.assertEqual(timing.prescribe(compute, "compute-bound", 2, 0, 2), [])
+        ckpt = {"checkpoint": 4.4, "compute": 5.6}
+        self.assertEqual(timing.prescribe(ckpt, "checkpoint-bound", checkpoints=8),
+                         ["8 checkpoint(s) took 0.55 s each: saving every 11s or less often "
+                          "keeps them near 5% of the time"])
+        self.assertEqual(timing.prescribe(ckpt, "checkpoint-bound"), [])  # none marked
+        self.assertEqual(timing.checkpoint_interval_for(6.0), "2m")
+        self.assertEqual(timing.checkpoint_interval_for(6.1), "3m")
+        ev = {"eval": 6.0, "compute": 3.0, "checkpoint": 1.0}
+        self.assertIn("validation took 3.00 s a pass against 1.50 s of training steps",
+                      timing.prescribe(ev, "evaluation-bound", evals=2)[0])
+
     def test_a_script_with_a_slow_dataset_is_told_it_is_data_bound(self):
         script = textwrap.dedent("""
             import sys, time, torch, dl_plan
@@ -265,11 +292,16 @@ class TimingTest(unittest.TestCase):
                 time.sleep(0.005)
             print(dl_plan.time_report(), file=sys.stderr)
         """)
-        r = subprocess.run([sys.executable, "-c", script], env=clean_env(), capture_output=True,
+        r = subprocess.run([sys.executable, "-c", script],
+                           env=clean_env(DL_CORES="2", DL_THREADS="1"), capture_output=True,
                            text=True, timeout=120)
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertIn("where the time went (6 steps timed by dl_plan):", r.stderr)
         self.assertRegex(r.stderr, r"\ndata-bound: [0-9]+% of the time waiting for data")
+        # Its DataLoader's 0 workers and torch's threads against the usable cores (DL_CORES).
+        self.assertIn("  -> waiting for data took ", r.stderr)
+        self.assertIn("  -> 1 of the 2 core(s) are idle (0 worker(s), 1 thread(s)): --workers 1 "
+                      "gives the loader those cores", r.stderr)
         self.assertIn("  eval ", r.stderr)
         off = subprocess.run([sys.executable, "-c", script],
                              env=clean_env(DL_TIME_BREAKDOWN="false"), capture_output=True,

@@ -1,6 +1,6 @@
 // Prescriptions: each from a measurement, shown only where it promises at least 5%: what the wait
 // cost, whether a core is left for the loader, packing at the load times measured on the user's
-// files, the checkpoint interval from the writes' own durations; nothing for a compute-bound run.
+// files, the checkpoint interval from the writes' own durations; a compute-bound run's idle cores.
 #include "train/monitor/prescription.h"
 
 #include <gmock/gmock.h>
@@ -90,10 +90,19 @@ TEST(Prescription, EvaluationIsWeighedAgainstTheTrainingStepsAlone) {
                                   "of training steps"));
 }
 
-TEST(Prescription, AComputeBoundRunGetsNone) {
+TEST(Prescription, AComputeBoundRunGetsTheIdleCoresAndNothingWhenAllAreInUse) {
   train::RunFigures f = starved(1, 1);
   f.time[Phase::kData] = 0.1;
   EXPECT_EQ(train::verdict(f.time).bound, Phase::kCompute);
+  EXPECT_TRUE(train::prescribe(f, train::verdict(f.time)).empty());
+  f.workers = 0;
+  f.cores = 4;
+  const auto lines = train::prescribe(f, train::verdict(f.time));
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_EQ(lines[0],
+            "3 of the 4 core(s) are idle (0 worker(s), 1 thread(s)): --threads 4 gives the "
+            "steps those cores");
+  f.cores = 0;  // unknown
   EXPECT_TRUE(train::prescribe(f, train::verdict(f.time)).empty());
 }
 

@@ -45,6 +45,18 @@ void data_bound(const RunFigures& f, std::vector<std::string>& out) {
   }
 }
 
+// Counted like the loader's cores: a compute-bound run that leaves cores idle gets them for its
+// steps (intra-op threads), which is what a smaller --threads than the cores costs.
+void compute_bound(const RunFigures& f, std::vector<std::string>& out) {
+  if (f.cores <= 0) return;
+  const int idle = f.cores - f.workers - f.threads;
+  if (idle <= 0) return;
+  out.push_back(fmt::format(
+      "{} of the {} core(s) are idle ({} worker(s), {} thread(s)): --threads {} gives the steps "
+      "those cores",
+      idle, f.cores, f.workers, f.threads, f.threads + idle));
+}
+
 void checkpoint_bound(const RunFigures& f, std::vector<std::string>& out) {
   if (f.checkpoint_writes == 0 || !(f.checkpoint_write_seconds > 0)) return;
   out.push_back(fmt::format(
@@ -86,6 +98,9 @@ std::vector<std::string> prescribe(const RunFigures& f, const Verdict& v) {
       break;
     case Phase::kEval:
       evaluation_bound(f, out);
+      break;
+    case Phase::kCompute:
+      compute_bound(f, out);
       break;
     default:
       break;
