@@ -9,27 +9,34 @@
 #         shards;
 #      b. checkpoint-bound: ResNet-18 writing last.pt every 2 steps; after: the prescribed
 #         --checkpoint-every interval;
-#      c. compute-bound: ResNet-18 on 28 px Fashion-MNIST, nothing in its way (its verdict only:
-#         no prescription is measured for it yet).
+#      c. compute-bound: ResNet-18 on 28 px Fashion-MNIST at --threads 1 (a core idle); after:
+#         the prescribed --threads, and the verdict with every core in use (no prescription).
 # Prints markdown tables: medians over --repeat rounds, ratios after/before.
 #
 # Usage: bench/time_breakdown_bench.sh [--repeat 3] [--build DIR] [--keep DIR]
+#                                      [--only cost|data|checkpoint|compute]
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 build="$(dirname "$here")/build/release"
 repeat=3
 keep=""
+only=""
 die() { echo "time_breakdown_bench: $*" >&2; exit 64; }
+# want SECTION: whether --only leaves it in.
+want() { [[ -z "$only" || "$only" == "$1" ]]; }
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --repeat) repeat="${2:?}"; shift 2 ;;
     --build) build="${2:?}"; shift 2 ;;
     --keep) keep="${2:?}"; shift 2 ;;
+    --only) only="${2:?}"; shift 2 ;;
     -h|--help) sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
     *) die "unknown argument $1 (see --help)" ;;
   esac
 done
+[[ -z "$only" || "$only" =~ ^(cost|data|checkpoint|compute)$ ]] ||
+  die "--only: expected cost, data, checkpoint or compute, got $only"
 [[ "$repeat" =~ ^[1-9][0-9]*$ ]] || die "--repeat: expected a whole number >= 1, got $repeat"
 train=$build/trainer/dl-train
 make_set=$build/bench/make_jpeg_set
@@ -42,7 +49,9 @@ mkdir -p "$ws"
 cd "$ws"
 
 mkdir -p fashion && /usr/bin/python3 "$here/fashion_subset.py" "$fashion" fashion 4096 512
-[[ -d photos ]] || "$make_set" --out photos --per-class 40 --sides 800-1000 >/dev/null
+if want data && [[ ! -d photos ]]; then
+  "$make_set" --out photos --per-class 40 --sides 800-1000 >/dev/null
+fi
 
 # rate NAME: samples/s of runs/NAME's last epoch.
 rate() {
@@ -80,9 +89,10 @@ verdict() {
 # in_turn R A B: A then B in odd rounds, B then A in even ones.
 in_turn() { if (($1 % 2)); then echo "$2 $3"; else echo "$3 $2"; fi; }
 
+declare -A rates
+if want cost; then
 echo "## 1. The breakdown's cost (CNN, 4096 Fashion-MNIST samples, batch 64)"
 echo
-declare -A rates
 for r in $(seq "$repeat"); do
   for mode in $(in_turn "$r" true false); do
     run "cost-$mode" --data fashion --batch-size 64 --time-breakdown "$mode"
@@ -90,7 +100,9 @@ for r in $(seq "$repeat"); do
   done
 done
 table "--time-breakdown false against true" "false" "${rates[cost-false]}" "true" "${rates[cost-true]}"
+fi
 
+if want data; then
 echo "## 2a. Data-bound: 800-1000 px JPEGs, --workers 0, 32 px crops"
 echo
 data=(--image-size 32 --batch-size 32 --workers 0)
@@ -110,7 +122,9 @@ done
 table "data-bound: as stored against dl-train pack --max-side $side" \
   "as stored" "${rates[data-before]}" "packed" "${rates[data-after]}"
 verdict data-after
+fi
 
+if want checkpoint; then
 echo "## 2b. Checkpoint-bound: ResNet-18, last.pt every 2 steps"
 echo
 ck=(--data fashion --model resnet18 --batch-size 16 --limit-batches 24)
@@ -127,8 +141,24 @@ for r in $(seq "$repeat"); do
 done
 table "checkpoint-bound: --checkpoint-every 2 against $every" \
   "every 2 steps" "${rates[ck-before]}" "every $every" "${rates[ck-after]}"
+fi
 
-echo "## 2c. Compute-bound: ResNet-18 on 28 px Fashion-MNIST"
+if want compute; then
+echo "## 2c. Compute-bound: ResNet-18 on 28 px Fashion-MNIST, --threads 1"
 echo
-run compute --data fashion --model resnet18 --batch-size 32 --limit-batches 24
-verdict compute
+cp=(--data fashion --model resnet18 --batch-size 32 --limit-batches 24 --workers 0)
+run compute-before "${cp[@]}" --threads 1
+verdict compute-before
+threads=$(grep -o -- '--threads [0-9]* gives the steps' compute-before.log | head -1 | awk '{print $2}')
+[[ -n "$threads" ]] || die "the compute-bound run prescribed no threads (log: $ws/compute-before.log)"
+for r in $(seq "$repeat"); do
+  for which in $(in_turn "$r" before after); do
+    if [[ $which == before ]]; then t=1; else t=$threads; fi
+    run "compute-$which" "${cp[@]}" --threads "$t"
+    rates[compute-$which]+="$(rate "compute-$which") "
+  done
+done
+table "compute-bound: --threads 1 against $threads" \
+  "1 thread" "${rates[compute-before]}" "$threads threads" "${rates[compute-after]}"
+verdict compute-after
+fi

@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <climits>
 #include <cmath>
 #include <cstdio>
@@ -850,12 +851,22 @@ void restrict_to_checkpoint_command(const CheckpointCommand& c, LaunchOptions& o
 
 // dl-launch doctor: planned as a dry run without the program's probes, then measured (doctor.h).
 int doctor(int argc, const char* const argv[]) {
+  const auto started = std::chrono::steady_clock::now();
   bool full = false;
   const std::vector<std::string> args = doctor_launcher_args(argc, argv, &full);
   std::vector<const char*> args_c;
   for (const std::string& a : args) args_c.push_back(a.c_str());
   const int n = static_cast<int>(args_c.size());
-  LaunchOptions opts = parse_options(n, args_c.data());
+  LaunchOptions opts;
+  try {
+    opts = parse_options(n, args_c.data());
+  } catch (const UserError&) {
+    // An option the launcher does not know may be a misspelt --full.
+    if (const std::string typo = doctor_typo(args); !typo.empty()) {
+      throw UserError(exit_code::kUsage, typo);
+    }
+    throw;
+  }
   if (const auto stray = stray_word(n, args_c.data(), option_accepts_value)) {
     throw UserError(exit_code::kUsage, *stray);
   }
@@ -870,6 +881,7 @@ int doctor(int argc, const char* const argv[]) {
   check_data(opts, launch);
   plan_launch(opts, launch, /*check_run=*/false, /*measure=*/false);
   DoctorRequest r;
+  r.started = started;
   r.full = full;
   r.json = opts.json;
   r.env = probe_environment(launch);

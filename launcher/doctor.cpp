@@ -124,8 +124,19 @@ std::vector<std::string> doctor_launcher_args(int argc, const char* const argv[]
   return args;
 }
 
+std::string doctor_typo(const std::vector<std::string>& args) {
+  for (std::size_t i = 1; i < args.size() && args[i] != "--"; ++i) {
+    if (args[i].rfind("--", 0) != 0) continue;
+    const std::string name = args[i].substr(2, args[i].find('=') - 2);
+    if (name != "full" && nearest_word(name, {"full"}) == "full") {
+      return "unrecognised option '--" + name +
+             "': did you mean --full? (see dl-launch doctor --help)";
+    }
+  }
+  return {};
+}
+
 int run_doctor(const Launch& launch, const DoctorRequest& r) {
-  const auto start = std::chrono::steady_clock::now();
   DoctorFigures f;
   f.full = r.full;
   f.facts = launch.facts;
@@ -137,6 +148,7 @@ int run_doctor(const Launch& launch, const DoctorRequest& r) {
   f.needs.batch = plan.batch_size.value;
   f.needs.batch_reason = plan.batch_size.reason;
   f.needs.sample_bytes = launch.request.sample_bytes.value;
+  f.needs.own_command = !launch.request.default_program;
 
   if (!r.json) std::cerr << "dl-launch doctor: measuring memory copies ...\n";
   f.memory =
@@ -161,9 +173,11 @@ int run_doctor(const Launch& launch, const DoctorRequest& r) {
                                 : "one local rank: nothing to exchange (one GPU)";
     }
   }
-  f.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  f.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - r.started).count();
   std::cout << (r.json ? render_doctor_json(f) : render_doctor_text(f)) << std::flush;
-  return 0;
+  // Data a run could not open ends the doctor as it would end the run, after the figures.
+  const int data_exit = f.trainer ? static_cast<int>(f.trainer->get_i64("data_exit", 0)) : 0;
+  return data_exit;
 }
 
 }  // namespace dl

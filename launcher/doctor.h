@@ -6,6 +6,7 @@
 // allreduce between the local ranks (`dl-train --doctor-exchange`). Nothing is started or written.
 #pragma once
 
+#include <chrono>
 #include <string>
 #include <vector>
 
@@ -22,10 +23,17 @@ struct DoctorRequest {
   std::string missing_trainer;  // why it is empty
   EnvList env;                  // what a probe gets: the plan's DL_* for one process
   std::string nvml_library;
+  // When `dl-launch doctor` started: the header's time includes the probe and the plan.
+  std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
 };
 
-// Measures, prints the table (or the JSON) on stdout and returns 0.
+// Measures, prints the table (or the JSON) on stdout and returns 0, or, where dl-train could not
+// open the data, the exit code a run would have ended with (its line is a finding).
 int run_doctor(const Launch& launch, const DoctorRequest& request);
+
+// The one-line refusal of a misspelt doctor option before `--` ("--ful": did you mean --full?),
+// or "" when none is one: the launcher's parser knows only its own options.
+std::string doctor_typo(const std::vector<std::string>& args);
 
 // `dl-launch doctor --help`.
 std::string doctor_usage();

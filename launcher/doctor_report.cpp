@@ -113,7 +113,10 @@ std::vector<Row> rows(const DoctorFigures& f) {
   r.push_back(
       {"/dev/shm",
        shm.present ? format_bytes(shm.free) + " free of " + format_bytes(shm.total) : "missing",
-       f.needs.workers <= 0
+       !f.needs.own_command
+           ? std::string("dl-train's loader uses threads: none needed (a program after -- is "
+                         "measured against its DataLoader's need)")
+       : f.needs.workers <= 0
            ? std::string("no loader workers planned: a DataLoader needs none")
            : "a PyTorch DataLoader with " + std::to_string(f.needs.workers) + " worker(s) x " +
                  std::to_string(f.needs.local_ranks) + " rank(s) at batch " +
@@ -224,9 +227,23 @@ double pcie_gb_s(unsigned gen, unsigned width) {
 }
 
 std::uint64_t dataloader_shm_need(const DoctorNeeds& needs) {
+  if (!needs.own_command) return 0;
   return static_cast<std::uint64_t>(std::max(0, needs.workers)) *
          static_cast<std::uint64_t>(std::max(1, needs.local_ranks)) * kPrefetchPerWorker *
          static_cast<std::uint64_t>(std::max<std::int64_t>(0, needs.batch)) * needs.sample_bytes;
+}
+
+// How to get more cores, by what holds them back: a cgroup quota that binds is docker run
+// --cpus (or Kubernetes' CPU limit); otherwise the affinity mask (docker run --cpuset-cpus,
+// taskset, Slurm's --cpus-per-task).
+std::string more_cores_hint(const CpuFacts& cpu) {
+  const int mask = cpu.affinity.value_or(cpu.online);
+  if (cpu.quota && static_cast<int>(std::ceil(*cpu.quota - 1e-9)) < mask) {
+    return "raise the CPU quota (docker run --cpus, a Kubernetes CPU limit) for more loader "
+           "throughput";
+  }
+  return "widen the affinity mask (docker run --cpuset-cpus, taskset -c, Slurm's "
+         "--cpus-per-task) for more loader throughput";
 }
 
 std::vector<std::string> doctor_findings(const DoctorFigures& f) {
@@ -235,17 +252,20 @@ std::vector<std::string> doctor_findings(const DoctorFigures& f) {
   if (cpu.usable < cpu.online) {
     lines.push_back("only " + std::to_string(cpu.usable) + " of the machine's " +
                     std::to_string(cpu.online) + " cores are usable here (" + cpu.usable_reason +
-                    "): workers and threads are planned for " + std::to_string(cpu.usable) +
-                    "; give the container more (docker run --cpus) for more loader throughput");
+                    "): workers and threads are planned for " + std::to_string(cpu.usable) + "; " +
+                    more_cores_hint(cpu));
   }
   const ShmFacts& shm = f.facts.shm;
   const std::uint64_t need = dataloader_shm_need(f.needs);
-  if (!shm.present && f.needs.workers > 0) {
+  // dl-train's loader runs in threads: only a program's DataLoader workers pass batches
+  // through /dev/shm.
+  const bool dataloader = f.needs.own_command && f.needs.workers > 0;
+  if (dataloader && !shm.present) {
     lines.push_back(
         "/dev/shm is missing: a PyTorch DataLoader's workers cannot hand over "
         "batches; mount one (docker run --shm-size=" +
         shm_size_to_pass(need) + ", or ipc: host)");
-  } else if (f.needs.workers > 0 && need > shm.free) {
+  } else if (dataloader && need > shm.free) {
     lines.push_back(
         "/dev/shm is " + format_bytes(shm.total) + " (" + format_bytes(shm.free) +
         " free): " + std::to_string(f.needs.workers * f.needs.local_ranks) +
@@ -265,7 +285,8 @@ std::vector<std::string> doctor_findings(const DoctorFigures& f) {
   if (decode != nullptr) {
     const double full = decode->get_double("full_per_core", 0);
     const double scaled = decode->get_double("scaled_per_core", 0);
-    if (full > 0 && scaled >= 1.5 * full) {
+    // dl-train decodes at the crop's scale already: a finding for a program's own loader.
+    if (f.needs.own_command && full > 0 && scaled >= 1.5 * full) {
       lines.push_back("decoding " + decode->get_string("source", "the JPEGs") +
                       " at the crop's scale is " + rate(scaled / full, 2) +
                       "x faster than at full size (" + rate(scaled * cpu.usable) + " against " +
@@ -311,6 +332,13 @@ std::vector<std::string> doctor_findings(const DoctorFigures& f) {
                       " GB/s): dl-train pins its batches; in a script, "
                       "DataLoader(pin_memory=True)");
     }
+  }
+  if (const JsonValue* r = part(f, "read"); r != nullptr && r->get_i64("unreadable", 0) > 0) {
+    lines.push_back(std::to_string(r->get_i64("unreadable", 0)) + " of " +
+                    std::to_string(r->get_i64("tried", 0)) +
+                    " files read could not be: a run skips them and stops when more than "
+                    "max-bad-fraction (default 0.01) of an epoch's samples are bad; first: " +
+                    r->get_string("unreadable_example", "?"));
   }
   if (f.trainer) {
     const std::string error = f.trainer->get_string("data_error", "");

@@ -23,6 +23,9 @@ struct DoctorNeeds {
   std::int64_t batch = 64;
   std::uint64_t sample_bytes = 0;  // one float32 input
   std::string workers_reason, batch_reason;
+  // A program after -- (a Python script: its DataLoader's workers, its own decoder) rather than
+  // dl-train (threads, decoding at the crop's scale).
+  bool own_command = false;
 };
 
 struct DoctorFigures {
@@ -55,7 +58,7 @@ const DoctorReference& doctor_reference();
 double pcie_gb_s(unsigned gen, unsigned width);
 
 // /dev/shm a PyTorch DataLoader fills with the plan: the ranks' workers each holding
-// kPrefetchPerWorker batches.
+// kPrefetchPerWorker batches; 0 for dl-train, whose loader runs in threads.
 std::uint64_t dataloader_shm_need(const DoctorNeeds& needs);
 
 // The findings that matter, one line each, with the command or setting that helps.

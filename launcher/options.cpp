@@ -333,7 +333,7 @@ std::string usage_text() {
          "       dl-launch evaluate --checkpoint FILE [options]   (dl-train evaluate, planned)\n"
          "       dl-launch predict --checkpoint FILE [options] PATH...\n"
          "       dl-launch init DIR   (a new workspace from the template; init --help)\n"
-         "       dl-launch doctor [--full] [options] [-- command]   (the machine's ceilings)\n\n"
+         "       dl-launch doctor [--full] [--json] [options] [-- command]   (the ceilings; doctor --help)\n\n"
          "Probes the machine (usable CPU cores, RAM, /dev/shm, GPUs), plans the data workers,\n"
          "compute threads, device, precision and batch size, then starts dl-train (or the\n"
          "command after --) in the workspace with the plan as DL_* variables, and supervises it.\n"

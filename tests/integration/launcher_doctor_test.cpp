@@ -2,7 +2,9 @@
 // the test writes (photo-sized JPEGs, a folder of BMPs, Fashion-MNIST), the JSON form, the
 // allreduce of --full between two real Gloo ranks, and bad input refused in one line.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -135,6 +137,41 @@ TEST(LauncherDoctor, TheGpusClocksAndALinkBelowItsWidthAreShown) {
   EXPECT_TRUE(contains(r.out, "1095 MHz")) << r.out;
 }
 
+TEST(LauncherDoctor, UnreadableFilesAreAFindingAndDataThatDoesNotOpenEndsAsARunWould) {
+  if (kMakeJpegSet.empty()) GTEST_SKIP() << "no make_jpeg_set: this build has no OpenCV";
+  TempDir ws;
+  Process make({kMakeJpegSet, "--out", ws / "photos", "--per-class", "6", "--sides", "64-96"});
+  ASSERT_EQ(make.wait(kTimeout).code, 0);
+  // One class's files unreadable by whoever runs dl-train (as root: the workspace's owner).
+  if (geteuid() == 0) {
+    ASSERT_EQ(chown(ws.path().c_str(), 65534, 65534), 0);
+  }
+  std::vector<std::filesystem::path> classes;
+  for (const auto& c : std::filesystem::directory_iterator(ws / "photos/train")) {
+    classes.push_back(c.path());
+  }
+  ASSERT_GE(classes.size(), 2u);
+  std::sort(classes.begin(), classes.end());
+  for (const auto& f : std::filesystem::directory_iterator(classes[0])) {
+    std::filesystem::permissions(f.path(), std::filesystem::perms::none);
+  }
+  const JsonValue d = doctor_json(ws, {"--data", "photos/train"});
+  const JsonValue* read = d.find("read");
+  ASSERT_NE(read, nullptr);
+  EXPECT_GE(read->get_i64("unreadable", 0), 1);
+  EXPECT_TRUE(contains(read->get_string("unreadable_example", ""), "Permission denied"))
+      << read->get_string("unreadable_example", "");
+  std::string findings;
+  for (const JsonValue& f : d.find("findings")->items()) findings += f.as_string().value_or("");
+  EXPECT_TRUE(contains(findings, "files read could not be: a run skips them")) << findings;
+  // A file where a data set is expected: the figures, the reason as a finding, and a run's code.
+  const std::filesystem::path file = *std::filesystem::directory_iterator(classes[1]);
+  const Result r = doctor(ws, {"--data", file.string()});
+  EXPECT_EQ(r.code, 65) << show(r);
+  EXPECT_TRUE(contains(r.out, "the data did not open: ")) << r.out;
+  EXPECT_TRUE(contains(r.out, "memory copy, 1 core")) << r.out;
+}
+
 TEST(LauncherDoctor, BadInputIsOneLine) {
   TempDir ws;
   Result r = doctor(ws, {"--data", "nowhere"});
@@ -144,6 +181,10 @@ TEST(LauncherDoctor, BadInputIsOneLine) {
   r = doctor(ws, {"--fulll"});
   EXPECT_EQ(r.code, 64) << show(r);
   EXPECT_EQ(count_of(r.err, "\n"), 1) << r.err;
+  EXPECT_TRUE(contains(r.err, "did you mean --full?")) << r.err;
+  r = doctor(ws, {"--jsn"});  // the launcher's own option keeps the launcher's suggestion
+  EXPECT_EQ(r.code, 64) << show(r);
+  EXPECT_TRUE(contains(r.err, "did you mean --json?")) << r.err;
   Process typo(in_directory(ws.path(), {kLaunch, "doctr"}));
   r = typo.wait(kTimeout);
   EXPECT_EQ(r.code, 64);

@@ -18,9 +18,11 @@ bool has_finding(const DoctorFigures& f, const std::string& part) {
   return false;
 }
 
-// A plain machine whose figures raise nothing: 8 cores all usable, ample /dev/shm, no GPU.
+// A plain machine whose figures raise nothing: 8 cores all usable, ample /dev/shm, no GPU; the
+// plan's program a script after -- (its DataLoader, its own decoder).
 DoctorFigures healthy() {
   DoctorFigures f;
+  f.needs.own_command = true;
   f.facts.cpu.online = 8;
   f.facts.cpu.usable = 8;
   f.facts.shm.present = true;
@@ -60,6 +62,15 @@ TEST(DoctorReport, ASmallShmNamesTheNeedAndTheSizeToPass) {
   // No workers: no DataLoader needs it.
   f.needs.workers = 0;
   EXPECT_FALSE(has_finding(f, "/dev/shm"));
+  // dl-train's loader runs in threads: it needs none, whatever its workers.
+  f.needs.workers = 6;
+  f.needs.own_command = false;
+  EXPECT_EQ(dataloader_shm_need(f.needs), 0u);
+  EXPECT_FALSE(has_finding(f, "/dev/shm"));
+  EXPECT_NE(render_doctor_text(f).find("dl-train's loader uses threads: none needed"),
+            std::string::npos);
+  f.facts.shm = ShmFacts{};
+  EXPECT_FALSE(has_finding(f, "/dev/shm"));
 }
 
 TEST(DoctorReport, AMissingShmIsAFinding) {
@@ -68,11 +79,22 @@ TEST(DoctorReport, AMissingShmIsAFinding) {
   EXPECT_TRUE(has_finding(f, "/dev/shm is missing"));
 }
 
-TEST(DoctorReport, CoresHeldBackByTheContainerAreAFinding) {
+TEST(DoctorReport, CoresHeldBackAreAFindingWithTheFixForWhatHoldsThem) {
   DoctorFigures f = healthy();
   f.facts.cpu.usable = 2;
-  f.facts.cpu.usable_reason = "cgroup quota 2 cores";
+  f.facts.cpu.quota = 2.0;
+  f.facts.cpu.usable_reason = "cgroup quota 2.00 CPUs (cpu.max); 8 online";
   EXPECT_TRUE(has_finding(f, "only 2 of the machine's 8 cores are usable here (cgroup quota"));
+  EXPECT_TRUE(has_finding(f, "raise the CPU quota (docker run --cpus"));
+  // An affinity mask is not a quota: --cpus would not change it.
+  f.facts.cpu.quota.reset();
+  f.facts.cpu.affinity = 2;
+  f.facts.cpu.usable_reason = "2 in the affinity mask of 8 online";
+  EXPECT_TRUE(has_finding(f, "widen the affinity mask (docker run --cpuset-cpus, taskset -c"));
+  EXPECT_FALSE(has_finding(f, "--cpus,"));
+  // A quota above the mask does not bind: the mask is what holds them.
+  f.facts.cpu.quota = 4.0;
+  EXPECT_TRUE(has_finding(f, "widen the affinity mask"));
 }
 
 TEST(DoctorReport, ScaledDecodingIsPrescribedOnlyWhereItIsMuchFaster) {
@@ -85,6 +107,23 @@ TEST(DoctorReport, ScaledDecodingIsPrescribedOnlyWhereItIsMuchFaster) {
   EXPECT_TRUE(has_finding(f,
                           "at the crop's scale is 5x faster than at full size (400 against 80 "
                           "images/s on 8 cores)"))
+      << render_doctor_text(f);
+  // dl-train decodes at the crop's scale already: nothing to gain for its plan.
+  f.needs.own_command = false;
+  EXPECT_FALSE(has_finding(f, "crop's scale"));
+}
+
+TEST(DoctorReport, FilesThatCannotBeReadAreAFindingThatNamesTheFirst) {
+  DoctorFigures f = healthy();
+  f.trainer = parse_json(
+      R"({"decode":{"note":"x"},"read":{"unreadable":20,"tried":200,)"
+      R"j("unreadable_example":"/d/bag/1.jpg: unreadable (Permission denied)",)j"
+      R"("files":180,"bytes":10000000,"first_mb_s":900,"second_mb_s":3000,"from_storage":0},)"
+      R"("copy":{"note":"no CUDA device"}})");
+  EXPECT_TRUE(has_finding(f,
+                          "20 of 200 files read could not be: a run skips them and stops when "
+                          "more than max-bad-fraction (default 0.01) of an epoch's samples are "
+                          "bad; first: /d/bag/1.jpg: unreadable (Permission denied)"))
       << render_doctor_text(f);
 }
 

@@ -25,6 +25,7 @@
 #include "data/remote_store.h"
 #include "data/sample_source.h"
 #include "data/shard_pack.h"
+#include "data/skip_reason.h"
 #include "train/dist/collectives.h"
 #include "train/run/config.h"
 #include "train/run/data_setup.h"
@@ -195,6 +196,28 @@ std::optional<std::uint64_t> storage_read_bytes() {
   return std::nullopt;
 }
 
+// Whether the source holds its samples in memory (IDX, CIFAR: no file per sample): its sample 0
+// loads though it has no file to read.
+bool in_memory(const DataSetup& d) {
+  std::vector<std::uint8_t> dst(d.eval_transform.out.bytes());
+  std::mt19937 rng(1);
+  return d.train->size() > 0 && d.train->load(0, d.eval_transform, rng, dst.data());
+}
+
+// "path: unreadable (Permission denied)": why sample `index` does not load, as the loader says.
+std::string first_failure(const DataSetup& d, std::int64_t index) {
+  std::vector<std::uint8_t> dst(d.eval_transform.out.bytes());
+  std::mt19937 rng(1);
+  if (d.train->load(index, d.eval_transform, rng, dst.data()))
+    return "sample " + std::to_string(index);
+  for (const data::SkippedFile& f : d.train->failures()) {
+    if (f.index != index) continue;
+    return f.path + ": " + data::skip_reason_name(f.reason) +
+           (f.detail.empty() ? "" : " (" + f.detail + ")");
+  }
+  return "sample " + std::to_string(index);
+}
+
 // The training files spread over the set, read twice through the loader's own file access (the
 // first read is as cold as the page cache leaves it, the second warm), within a byte and a time
 // budget.
@@ -208,15 +231,17 @@ std::string read_figures(const DataSetup& d, bool full) {
   std::vector<std::uint8_t> bytes;
   std::string ext;
   std::uint64_t total = 0;
+  std::vector<std::int64_t> unreadable;
   const auto before = storage_read_bytes();
   const auto start = Clock::now();
   for (std::int64_t k = 0; k < wanted && total < budget && seconds_since(start) < time_budget;
        ++k) {
     const std::int64_t index = wanted > 0 ? k * n / wanted : 0;
     if (!source.encoded_file(index, bytes, &ext)) {
-      if (k == 0) {
+      if (k == 0 && in_memory(d)) {
         return Line().text("note", d.kind + " data is read whole when training starts").object();
       }
+      unreadable.push_back(index);
       continue;
     }
     picked.push_back(index);
@@ -224,12 +249,19 @@ std::string read_figures(const DataSetup& d, bool full) {
   }
   const double first = seconds_since(start);
   const auto after = storage_read_bytes();
-  if (picked.empty() || total == 0) return Line().text("note", "no file of the data read").object();
+  Line line;
+  if (!unreadable.empty()) {
+    // A run skips them, and fails past max-bad-fraction: the first one named, as the loader
+    // names it (load() records the path and the reason).
+    line.integer("unreadable", static_cast<std::int64_t>(unreadable.size()))
+        .integer("tried", static_cast<std::int64_t>(unreadable.size() + picked.size()))
+        .text("unreadable_example", first_failure(d, unreadable.front()));
+  }
+  if (picked.empty() || total == 0) return line.text("note", "no file of the data read").object();
   const auto again = Clock::now();
   for (const std::int64_t index : picked) source.encoded_file(index, bytes, &ext);
   const double second = seconds_since(again);
   const auto mb = static_cast<double>(total) / 1e6;
-  Line line;
   line.integer("files", static_cast<std::int64_t>(picked.size()))
       .integer("bytes", static_cast<std::int64_t>(total))
       .number("first_mb_s", mb / std::max(first, 1e-9))
@@ -279,6 +311,7 @@ std::string copy_figures(const TrainConfig& config) {
 int run_doctor(const TrainConfig& config, bool full) {
   std::optional<DataSetup> d;
   std::string data_error, read = Line().text("note", "the data did not open").object();
+  int data_exit = 0;
   if (data::is_remote(config.data)) {
     read = Line().text("note", "remote data: a run's time breakdown measures its wait").object();
   } else {
@@ -287,6 +320,7 @@ int run_doctor(const TrainConfig& config, bool full) {
       read = read_figures(*d, full);
     } catch (const UserError& e) {
       data_error = e.what();
+      data_exit = e.code();
     }
   }
   Line line;
@@ -294,7 +328,7 @@ int run_doctor(const TrainConfig& config, bool full) {
       .add("read", read)
       .add("copy", copy_figures(config));
   if (d) line.text("data", d->location).text("data_kind", d->kind);
-  if (!data_error.empty()) line.text("data_error", data_error);
+  if (!data_error.empty()) line.text("data_error", data_error).integer("data_exit", data_exit);
   std::cout << line.object() << std::endl;
   return 0;
 }
