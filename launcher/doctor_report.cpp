@@ -57,22 +57,28 @@ struct Row {
   std::string figure, value, reference;
 };
 
-std::vector<Row> rows(const DoctorFigures& f) {
+const char* const kRefMachine = " (reference)";
+
+// Cores, RAM and the memory copies.
+void machine_rows(const DoctorFigures& f, std::vector<Row>& r) {
   const DoctorReference& ref = doctor_reference();
-  const std::string ref_machine = " (reference)";
-  std::vector<Row> r;
   const CpuFacts& cpu = f.facts.cpu;
   r.push_back({"CPU cores usable",
                std::to_string(cpu.usable) + " of " + std::to_string(cpu.online) + " online",
                cpu.usable_reason});
   r.push_back({"RAM usable", format_bytes(f.facts.memory.usable), f.facts.memory.usable_reason});
   r.push_back({"memory copy, 1 core", rate(f.memory.one_core_gb_s) + " GB/s",
-               rate(ref.memory_one_core_gb_s) + " GB/s" + ref_machine +
+               rate(ref.memory_one_core_gb_s) + " GB/s" + kRefMachine +
                    ratio(f.memory.one_core_gb_s, ref.memory_one_core_gb_s)});
   r.push_back({"memory copy, " + std::to_string(f.memory.threads) + " cores",
                rate(f.memory.all_cores_gb_s) + " GB/s",
-               rate(ref.memory_all_cores_gb_s) + " GB/s" + ref_machine +
+               rate(ref.memory_all_cores_gb_s) + " GB/s" + kRefMachine +
                    ratio(f.memory.all_cores_gb_s, ref.memory_all_cores_gb_s)});
+}
+
+// dl-train's decoding and reading of the data.
+void data_rows(const DoctorFigures& f, std::vector<Row>& r) {
+  const DoctorReference& ref = doctor_reference();
   if (const JsonValue* d = measured(f, "decode", "full_per_core")) {
     const bool synthetic = starts_with(d->get_string("source", ""), "a synthetic");
     const double full = d->get_double("full_per_core", 0),
@@ -81,13 +87,13 @@ std::vector<Row> rows(const DoctorFigures& f) {
                  std::to_string(d->get_i64("files", 0)) + " file(s) of " +
                      rate(d->get_double("megapixels", 0), 2) + " MP"});
     r.push_back({"JPEG decode per core, full size", rate(full) + " images/s",
-                 synthetic ? rate(ref.jpeg_full_per_core) + "/s" + ref_machine +
+                 synthetic ? rate(ref.jpeg_full_per_core) + "/s" + kRefMachine +
                                  ratio(full, ref.jpeg_full_per_core)
                            : "-"});
     r.push_back(
         {"JPEG decode per core, crop's scale",
          rate(scaled) + " images/s (to " + std::to_string(d->get_i64("output_side", 0)) + " px)",
-         synthetic ? rate(ref.jpeg_scaled_per_core) + "/s" + ref_machine +
+         synthetic ? rate(ref.jpeg_scaled_per_core) + "/s" + kRefMachine +
                          ratio(scaled, ref.jpeg_scaled_per_core)
                    : "the full-size decode" + ratio(scaled, full)});
   } else {
@@ -108,6 +114,10 @@ std::vector<Row> rows(const DoctorFigures& f) {
   } else {
     r.push_back({"data read", note_of(f, "read"), "-"});
   }
+}
+
+// /dev/shm against what a program's DataLoader needs.
+void shm_row(const DoctorFigures& f, std::vector<Row>& r) {
   const ShmFacts& shm = f.facts.shm;
   const std::uint64_t need = dataloader_shm_need(f.needs);
   r.push_back(
@@ -121,6 +131,10 @@ std::vector<Row> rows(const DoctorFigures& f) {
            : "a PyTorch DataLoader with " + std::to_string(f.needs.workers) + " worker(s) x " +
                  std::to_string(f.needs.local_ranks) + " rank(s) at batch " +
                  std::to_string(f.needs.batch) + ": about " + format_bytes(need)});
+}
+
+// The GPUs (NVML) and the copies to them.
+void device_rows(const DoctorFigures& f, std::vector<Row>& r) {
   const GpuReport& gpu = f.facts.gpu;
   if (!gpu.available) {
     r.push_back({"GPU", "none", gpu.note});
@@ -156,6 +170,11 @@ std::vector<Row> rows(const DoctorFigures& f) {
   } else {
     r.push_back({"host-to-device", note_of(f, "copy"), "-"});
   }
+}
+
+// The allreduce between the local ranks.
+void exchange_row(const DoctorFigures& f, std::vector<Row>& r) {
+  const DoctorReference& ref = doctor_reference();
   if (f.exchange) {
     const JsonValue& e = *f.exchange;
     const bool comparable = e.get_string("backend", "") == "gloo" && e.get_i64("ranks", 0) == 2;
@@ -164,12 +183,21 @@ std::vector<Row> rows(const DoctorFigures& f) {
                      std::to_string(e.get_i64("ranks", 0)) + " local ranks",
                  rate(busbw) + " GB/s bus bandwidth (" + format_bytes(e.get_u64("bytes", 0)) +
                      " in " + rate(1000 * e.get_double("seconds", 0)) + " ms)",
-                 comparable ? rate(ref.gloo_two_ranks_busbw_gb_s) + " GB/s" + ref_machine +
+                 comparable ? rate(ref.gloo_two_ranks_busbw_gb_s) + " GB/s" + kRefMachine +
                                   ratio(busbw, ref.gloo_two_ranks_busbw_gb_s)
                             : "-"});
   } else {
     r.push_back({"allreduce", f.exchange_note, "-"});
   }
+}
+
+std::vector<Row> rows(const DoctorFigures& f) {
+  std::vector<Row> r;
+  machine_rows(f, r);
+  data_rows(f, r);
+  shm_row(f, r);
+  device_rows(f, r);
+  exchange_row(f, r);
   return r;
 }
 
@@ -246,8 +274,10 @@ std::string more_cores_hint(const CpuFacts& cpu) {
          "--cpus-per-task) for more loader throughput";
 }
 
-std::vector<std::string> doctor_findings(const DoctorFigures& f) {
-  std::vector<std::string> lines;
+namespace {
+
+// Cores held back, /dev/shm, the memory bus.
+void machine_findings(const DoctorFigures& f, std::vector<std::string>& lines) {
   const CpuFacts& cpu = f.facts.cpu;
   if (cpu.usable < cpu.online) {
     lines.push_back("only " + std::to_string(cpu.usable) + " of the machine's " +
@@ -281,6 +311,11 @@ std::vector<std::string> doctor_findings(const DoctorFigures& f) {
                     " GB/s: another process may be using the memory bus; the loader's "
                     "normalisation and collation copy every batch at this rate");
   }
+}
+
+// Decoding at the crop's scale, storage against the decoders.
+void data_speed_findings(const DoctorFigures& f, std::vector<std::string>& lines) {
+  const CpuFacts& cpu = f.facts.cpu;
   const JsonValue* decode = measured(f, "decode", "full_per_core");
   if (decode != nullptr) {
     const double full = decode->get_double("full_per_core", 0);
@@ -311,6 +346,10 @@ std::vector<std::string> doctor_findings(const DoctorFigures& f) {
                       "local SSD, or pack it into shards (dl-train pack --max-side) to read less");
     }
   }
+}
+
+// The PCIe links and pinned copies.
+void device_findings(const DoctorFigures& f, std::vector<std::string>& lines) {
   for (const GpuInfo& g : f.facts.gpu.gpus) {
     if (g.max_pcie_width > 0 && g.pcie_width > 0 && g.pcie_width < g.max_pcie_width) {
       lines.push_back("cuda:" + std::to_string(g.index) + "'s PCIe link runs x" +
@@ -333,6 +372,10 @@ std::vector<std::string> doctor_findings(const DoctorFigures& f) {
                       "DataLoader(pin_memory=True)");
     }
   }
+}
+
+// Unreadable files, data that does not open, dl-train missing.
+void data_health_findings(const DoctorFigures& f, std::vector<std::string>& lines) {
   if (const JsonValue* r = part(f, "read"); r != nullptr && r->get_i64("unreadable", 0) > 0) {
     lines.push_back(std::to_string(r->get_i64("unreadable", 0)) + " of " +
                     std::to_string(r->get_i64("tried", 0)) +
@@ -346,6 +389,16 @@ std::vector<std::string> doctor_findings(const DoctorFigures& f) {
   } else if (!f.trainer_error.empty()) {
     lines.push_back("dl-train's measurements are missing: " + f.trainer_error);
   }
+}
+
+}  // namespace
+
+std::vector<std::string> doctor_findings(const DoctorFigures& f) {
+  std::vector<std::string> lines;
+  machine_findings(f, lines);
+  data_speed_findings(f, lines);
+  device_findings(f, lines);
+  data_health_findings(f, lines);
   return lines;
 }
 

@@ -81,6 +81,18 @@ std::string train_usage() {
   return out.str();
 }
 
+namespace {
+
+// --doctor's value: "short" or "full" (exit 64 otherwise).
+std::string doctor_mode(const std::string& value) {
+  if (value != "short" && value != "full") {
+    throw UserError(exit_code::kUsage, "--doctor: expected short or full, not '" + value + "'");
+  }
+  return value;
+}
+
+}  // namespace
+
 ParsedArgs parse_train_args(int argc, const char* const argv[]) {
   ParsedArgs parsed;
   settings::Layers s;
@@ -89,13 +101,7 @@ ParsedArgs parse_train_args(int argc, const char* const argv[]) {
   parsed.version = s.has("version");
   parsed.data_facts = s.has("data-facts");
   parsed.doctor_exchange = s.has("doctor-exchange");
-  if (s.has("doctor")) {
-    parsed.doctor = s.get("doctor");
-    if (parsed.doctor != "short" && parsed.doctor != "full") {
-      throw UserError(exit_code::kUsage,
-                      "--doctor: expected short or full, not '" + parsed.doctor + "'");
-    }
-  }
+  if (s.has("doctor")) parsed.doctor = doctor_mode(s.get("doctor"));
   if (parsed.help || parsed.version) return parsed;
   s.add_environment();
   s.resolve_paths(current_directory());
