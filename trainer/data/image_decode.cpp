@@ -154,6 +154,10 @@ bool decode_image(const std::uint8_t* data, std::size_t size, const Transform& t
       case JpegOutcome::kTooLarge:
         return fail(failure, SkipReason::kTooLarge,
                     size_text(header.width, header.height, max_pixels));
+      case JpegOutcome::kTooMuchMemory:
+        return fail(failure, SkipReason::kTooLarge,
+                    "a JPEG whose decoding needs " + std::to_string(region.memory_needed >> 20) +
+                        " MiB, more than " + std::to_string(kMaxDecodeBytes >> 20) + " MiB");
       case JpegOutcome::kTooManyScans:
         return fail(failure, SkipReason::kTooLarge,
                     "more than " + std::to_string(kMaxProgressiveScans) + " progressive scans");

@@ -127,6 +127,22 @@ bool supported(const jpeg_decompress_struct& cinfo) {
          pixels <= kMaxPixels;
 }
 
+// What libjpeg keeps for the whole image before it decodes a row: a file of several scans
+// (progressive, or components in separate scans) holds every block's coefficients (64 of 2 bytes),
+// each component's blocks rounded up to its sampling factors (jdcoefct.c's full buffer). A single
+// scan keeps one iMCU row: nothing that grows with the image.
+std::uint64_t coefficient_bytes(jpeg_decompress_struct& cinfo) {
+  if (!jpeg_has_multiple_scans(&cinfo)) return 0;
+  std::uint64_t blocks = 0;
+  for (int c = 0; c < cinfo.num_components; ++c) {
+    const jpeg_component_info& comp = cinfo.comp_info[c];
+    const auto round_up = [](std::uint64_t n, std::uint64_t m) { return (n + m - 1) / m * m; };
+    blocks += round_up(comp.width_in_blocks, static_cast<std::uint64_t>(comp.h_samp_factor)) *
+              round_up(comp.height_in_blocks, static_cast<std::uint64_t>(comp.v_samp_factor));
+  }
+  return blocks * DCTSIZE2 * sizeof(JCOEF);
+}
+
 // The whole scaled pixels that cover a window (output pixel i covers full-size pixels
 // [8i/M, 8(i+1)/M)), within the out_h x out_w scaled image.
 struct Block {
@@ -206,6 +222,12 @@ JpegOutcome decode_jpeg_window(const std::uint8_t* data, std::size_t size, int c
     jpeg_destroy_decompress(&cinfo);
     return JpegOutcome::kNotHandled;
   }
+  const std::uint64_t coefficients = coefficient_bytes(cinfo);
+  if (coefficients > kMaxDecodeBytes) {
+    jpeg_destroy_decompress(&cinfo);
+    region->memory_needed = coefficients;
+    return JpegOutcome::kTooMuchMemory;
+  }
   // Grey JPEGs stay one channel (the transform replicates it); colour ones become RGB or luma.
   const bool grey = channels == 1 || cinfo.jpeg_color_space == JCS_GRAYSCALE;
   cinfo.out_color_space = grey ? JCS_GRAYSCALE : JCS_RGB;
@@ -249,6 +271,13 @@ JpegOutcome decode_jpeg_window(const std::uint8_t* data, std::size_t size, int c
   const int components = cinfo.output_components;
   const std::size_t stride =
       static_cast<std::size_t>(cinfo.output_width) * static_cast<std::size_t>(components);
+  // The window's pixels on top of the coefficients (a full-size decode of a whole image's rows).
+  const std::uint64_t pixel_bytes = std::uint64_t{stride} * static_cast<std::uint64_t>(rows);
+  if (coefficients + pixel_bytes > kMaxDecodeBytes) {
+    jpeg_destroy_decompress(&cinfo);
+    region->memory_needed = coefficients + pixel_bytes;
+    return JpegOutcome::kTooMuchMemory;
+  }
   if (buffer.size() < stride * static_cast<std::size_t>(rows)) {
     buffer.resize(stride * static_cast<std::size_t>(rows));
   }

@@ -78,6 +78,8 @@ struct JpegRegion {
   double box_right = 0;
   JpegDamage damage = JpegDamage::kNone;
   std::string damage_text;  // libjpeg's first such warning: "Corrupt JPEG data: bad Huffman code"
+  // With kTooMuchMemory: the bytes the decode would have needed.
+  std::uint64_t memory_needed = 0;
 };
 
 // What decode_jpeg_window made of the data.
@@ -91,9 +93,18 @@ enum class JpegOutcome {
   // A progressive JPEG with more scans than any real encoder writes (kMaxProgressiveScans): each
   // scan costs a pass over the whole image, so a few kilobytes of them cost minutes.
   kTooManyScans,
+  // The decode would need more than kMaxDecodeBytes: a progressive (multi-scan) file keeps the
+  // whole image's coefficients, and the window's pixels come on top. Seen before either is
+  // allocated; no other decoder should try (OpenCV would allocate the same).
+  kTooMuchMemory,
 };
 
 inline constexpr int kMaxProgressiveScans = 1000;
+
+// What one decode may allocate: the coefficients of a progressive 4:2:0 photo of 100 megapixels
+// (300 MB) and its pixels at full size (300 MB) fit; a 300-byte progressive file claiming
+// 65303x11560 pixels (2.2 GB of coefficients, found by tests/fuzz/jpeg_region_fuzz) does not.
+inline constexpr std::uint64_t kMaxDecodeBytes = std::uint64_t{1} << 30;
 
 // Decodes the window `choose` picks (from the header's size, before anything is decoded) as
 // `channels` (1 or 3) channels into `buffer` (grown as needed, so a worker reuses one), at the

@@ -14,6 +14,7 @@
 
 #include "data/csv_manifest.h"
 #include "data/file_list_source.h"
+#include "data/image_decode.h"
 #include "data/image_folder.h"
 #include "data/jpeg_region.h"
 #include "data/skip_reason.h"
@@ -235,6 +236,62 @@ TEST(ImageZoo, JpegDecoderRefusesABombBeforeStartingToDecode) {
   EXPECT_EQ(outcome, JpegOutcome::kTooLarge);
   EXPECT_FALSE(asked) << "the window is chosen only once decoding starts";
   EXPECT_EQ(buffer.capacity(), 0u);
+}
+
+// OpenCV's 64x64 JPEG (progressive or baseline, 4:2:0) whose frame header claims 20000x20000:
+// within the pixel limits below, but 1.2 GB of coefficients for a progressive decode, or 1.2 GB
+// of pixels for a baseline one decoded whole.
+Bytes claims_20000_square(bool progressive) {
+  cv::Mat noise(64, 64, CV_8UC3);
+  cv::randu(noise, cv::Scalar::all(0), cv::Scalar::all(255));
+  Bytes bytes;
+  EXPECT_TRUE(cv::imencode(".jpg", noise, bytes, {cv::IMWRITE_JPEG_PROGRESSIVE, progressive}));
+  const std::uint8_t sof = progressive ? 0xC2 : 0xC0;
+  for (std::size_t i = 2; i + 8 < bytes.size(); ++i) {
+    if (bytes[i] == 0xFF && bytes[i + 1] == sof) {
+      bytes[i + 5] = bytes[i + 7] = 20000 >> 8;
+      bytes[i + 6] = bytes[i + 8] = 20000 & 0xFF;
+      return bytes;
+    }
+  }
+  ADD_FAILURE() << "no SOF marker in OpenCV's JPEG";
+  return bytes;
+}
+
+TEST(ImageZoo, JpegDecoderRefusesWhatWouldNeedMoreThanItsMemoryBound) {
+  constexpr std::int64_t kPixels = 400000000;  // exactly 20000x20000: the size is allowed
+  std::vector<std::uint8_t> buffer;
+  JpegRegion r;
+  bool asked = false;
+  const auto whole = [&](int h, int w) {
+    asked = true;
+    return Window{0, 0, h, w};
+  };
+  // Progressive: refused from the header, before libjpeg allocates its coefficients.
+  const Bytes progressive = claims_20000_square(true);
+  EXPECT_EQ(
+      decode_jpeg_window(progressive.data(), progressive.size(), 3, kPixels, whole, buffer, &r),
+      JpegOutcome::kTooMuchMemory);
+  EXPECT_FALSE(asked) << "refused before the window is chosen";
+  EXPECT_GT(r.memory_needed, kMaxDecodeBytes);
+  EXPECT_EQ(buffer.capacity(), 0u);
+  // Baseline, decoded whole at full size: its pixels are over the bound, refused before the buffer.
+  const Bytes baseline = claims_20000_square(false);
+  r = JpegRegion{};
+  EXPECT_EQ(decode_jpeg_window(baseline.data(), baseline.size(), 3, kPixels, whole, buffer, &r),
+            JpegOutcome::kTooMuchMemory);
+  EXPECT_TRUE(asked);
+  EXPECT_EQ(r.memory_needed, std::uint64_t{20000} * 20000 * 3);
+  EXPECT_EQ(buffer.capacity(), 0u);
+  // Through decode_image, which no other decoder then tries: one line that says why.
+  const Transform t = eval_transform(8);
+  std::vector<std::uint8_t> out(t.out.bytes());
+  std::mt19937 rng(1);
+  DecodeFailure failure;
+  EXPECT_FALSE(
+      decode_image(progressive.data(), progressive.size(), t, rng, kPixels, out.data(), &failure));
+  EXPECT_EQ(failure.reason, SkipReason::kTooLarge);
+  EXPECT_NE(failure.detail.find("more than 1024 MiB"), std::string::npos) << failure.detail;
 }
 
 // Adobe CMYK (inverted: 255 is no ink): no cyan, full magenta and yellow, no black = red.
