@@ -35,6 +35,7 @@ from dl_plan.loading import dataloader_kwargs, set_epoch
 from dl_plan.plan_env import GIVEN, Plan, Setting, read_plan, usable_cores
 from dl_plan.precision import autocast, grad_scaler
 from dl_plan.resume import TrainingState, catch_stop, stop_requested
+from dl_plan import checkpoint_every  # noqa: F401 - dl_plan.checkpoint_every.parse
 from dl_plan import probe as _probe
 from dl_plan import timing as _timing
 from dl_plan._version import __version__

@@ -208,18 +208,31 @@ class TrainingState:
     Creating it catches the stop signals (catch_stop()), and for a loader whose sampler shuffles
     with a generator (shuffle=True) gives that sampler a generator of its own, seeded with
     `order_seed + epoch` at each epoch (order_seed: the loader generator's seed, else the
-    plan's), so that an epoch's order does not depend on what ran before it."""
+    plan's), so that an epoch's order does not depend on what ran before it.
+
+    `checkpoint_every` ("500" steps, "30s", "10m", "0"; default: the checkpoint-every setting,
+    else "0"): batches() also saves last.pt after the step where one is due, as dl-train's
+    --checkpoint-every does, so a kill -9 loses at most that much."""
 
     def __init__(self, model, optimizer, loader=None, *, scaler=None, scheduler=None,
-                 run_dir=None):
+                 run_dir=None, checkpoint_every=None):
         import torch
 
+        from dl_plan import checkpoint_every as _every
+        from dl_plan import config as _config
         from dl_plan import plan as _plan
 
         self.plan = _plan()
         self.model, self.optimizer, self.loader = model, optimizer, loader
         self.scaler, self.scheduler = scaler, scheduler
         self.run_dir = run_dir if run_dir is not None else self.plan.run_dir
+        # last.pt between epoch ends too (dl-train's --checkpoint-every): given, else the
+        # setting (DL_CHECKPOINT_EVERY, the config file's line), else epoch ends only.
+        source = "checkpoint-every"
+        if checkpoint_every is None:
+            checkpoint_every, source = _config().raw("checkpoint-every", os.environ) or ("0", "")
+        self.checkpoint_every = _every.parse(checkpoint_every, source)
+        self._last_save = time.perf_counter()
         self.epoch = 0  # the epoch in progress (or next), 0-based: whole epochs done
         self.step = 0  # batches of it done
         self.global_step = 0  # batches trained in all, across epochs and restarts
@@ -289,6 +302,7 @@ class TrainingState:
                 write_atomically(self.state_dict(epoch, step, **extra), written)
             finally:
                 _timing.CLOCK.phase_ends("checkpoint", began)
+        self._last_save = time.perf_counter()
         if barrier:
             self._barrier()
         return written
@@ -367,7 +381,8 @@ class TrainingState:
         the position on, the batches before it never loaded; `limit`: at most that many of the
         epoch (counted from its start, the resumed ones included). After each batch's step, a
         stop signal (on any rank) saves the state after that step and ends the process with exit
-        code 128 + the signal's number, as dl-train does (check_stop()). The loader's iterator is
+        code 128 + the signal's number, as dl-train does (check_stop()); when `checkpoint_every`
+        says one is due, the state is saved after that step. The loader's iterator is
         made here, not at the first batch (its workers start now, as with iter(loader))."""
         skip = 0
         if self._resume_at is not None and self._resume_at[0] == epoch:
@@ -392,6 +407,8 @@ class TrainingState:
             self.global_step += 1
             yield batch
             self.check_stop()
+            if self.checkpoint_every.due(self.global_step, time.perf_counter() - self._last_save):
+                self.save()  # after this step: a resume goes on at the next batch
             if limit and self.step >= limit:
                 break  # before the next batch is loaded
         self.epoch, self.step = epoch + 1, 0

@@ -87,8 +87,10 @@ def prescribe(seconds, bound, cores=0, workers=0, threads=1, checkpoints=0, eval
                    f"thread(s)): --threads {threads + idle} gives the steps those cores")
     elif bound == "checkpoint-bound" and checkpoints > 0:
         each = seconds.get("checkpoint", 0.0) / checkpoints
-        out.append(f"{checkpoints} checkpoint(s) took {each:.2f} s each: saving every "
-                   f"{checkpoint_interval_for(each)} or less often keeps them near "
+        every = checkpoint_interval_for(each)
+        out.append(f"{checkpoints} checkpoint(s) took {each:.2f} s each: saving every {every} "
+                   f"or less often (checkpoint-every = {every}: --checkpoint-every {every}, "
+                   f"TrainingState(checkpoint_every=\"{every}\")) keeps them near "
                    f"{100.0 * WORTH_IT:.0f}% of the time")
     elif bound == "evaluation-bound" and evals > 0:
         steps = sum(seconds.get(p, 0.0) for p in ("data", "copy", "compute", "optimizer",

@@ -266,7 +266,9 @@ class TimingTest(unittest.TestCase):
         ckpt = {"checkpoint": 4.4, "compute": 5.6}
         self.assertEqual(timing.prescribe(ckpt, "checkpoint-bound", checkpoints=8),
                          ["8 checkpoint(s) took 0.55 s each: saving every 11s or less often "
-                          "keeps them near 5% of the time"])
+                          "(checkpoint-every = 11s: --checkpoint-every 11s, "
+                          'TrainingState(checkpoint_every="11s")) keeps them near 5% of the '
+                          "time"])
         self.assertEqual(timing.prescribe(ckpt, "checkpoint-bound"), [])  # none marked
         self.assertEqual(timing.checkpoint_interval_for(6.0), "2m")
         self.assertEqual(timing.checkpoint_interval_for(6.1), "3m")
@@ -713,7 +715,8 @@ class ProbeTest(unittest.TestCase):
 
 RESUME_SCRIPT = textwrap.dedent("""\
     # A training loop on dl_plan.TrainingState: the samples each batch loads are printed, and
-    # TEST_SIGNAL_AT=epoch:batch sends this process SIGTERM inside that batch's step.
+    # TEST_SIGNAL_AT=epoch:batch sends this process SIGTERM inside that batch's step, and
+    # TEST_KILL_AT=epoch:batch SIGKILL after it.
     import os, signal, sys, torch
     from torch.utils.data import DataLoader, Dataset
     import dl_plan
@@ -745,6 +748,8 @@ RESUME_SCRIPT = textwrap.dedent("""\
                   flush=True)
             if os.environ.get("TEST_SIGNAL_AT") == f"{epoch}:{state.step}":
                 os.kill(os.getpid(), signal.SIGTERM)
+            if os.environ.get("TEST_KILL_AT") == f"{epoch}:{state.step}":
+                os.kill(os.getpid(), signal.SIGKILL)
         scheduler.step()
         state.save(epoch + 1)
     torch.save(model.state_dict(), os.path.join(plan.run_dir, "final.pt"))
@@ -805,6 +810,39 @@ class ResumeTest(unittest.TestCase):
         a = torch.load(os.path.join(self.dir, "whole", "final.pt"))
         b = torch.load(os.path.join(run, "final.pt"))
         self.assertTrue(all(torch.equal(a[k], b[k]) for k in a))
+
+    def test_checkpoint_every_saves_between_epoch_ends_so_a_kill_9_loses_only_that_much(self):
+        whole = self.run_script(os.path.join(self.dir, "whole"))
+        self.assertEqual(whole.returncode, 0, whole.stderr)
+        run = os.path.join(self.dir, "killed")
+        # Every 4 steps (global steps 4 and 8); killed after step 10 (epoch 2, its 4th batch).
+        first = self.run_script(run, DL_CHECKPOINT_EVERY="4", TEST_KILL_AT="1:4")
+        self.assertEqual(first.returncode, -signal.SIGKILL, first.stderr)
+        saved = torch.load(os.path.join(run, "last.pt"))
+        self.assertEqual((saved["epoch"], saved["epoch_step"], saved["global_step"]), (1, 2, 8))
+        second = self.run_script(run, DL_RESUME="true", DL_CHECKPOINT_EVERY="4")
+        self.assertEqual(second.returncode, 0, second.stderr)
+        self.assertIn("going on at epoch 2, batch 3", second.stderr)
+        trained = lines_of(whole.stdout, "trained")
+        self.assertEqual(lines_of(second.stdout, "trained"), trained[8:])
+        a = torch.load(os.path.join(self.dir, "whole", "final.pt"))
+        b = torch.load(os.path.join(run, "final.pt"))
+        self.assertTrue(all(torch.equal(a[k], b[k]) for k in a))
+        # By time: due once the seconds since the last write have passed; a bad value names
+        # where it came from and is dl-launch's usage error.
+        from dl_plan import checkpoint_every as every
+        self.assertTrue(every.parse("30s").due(7, 30.0))
+        self.assertFalse(every.parse("30s").due(7, 29.9))
+        self.assertFalse(every.parse("0").due(4, 1e9))
+        self.assertEqual((every.parse("1.5h").seconds, every.parse("500").steps), (5400.0, 500))
+        for bad in ("x", "1e9s", ".m", "30 s", "-5", "400d"):
+            with self.assertRaises(plan_mod.PlanError) as e:
+                every.parse(bad, "dl.conf:3: checkpoint-every")
+            self.assertEqual(e.exception.code, 64)
+            self.assertTrue(str(e.exception).startswith(
+                f"dl.conf:3: checkpoint-every: {bad!r} is not an interval; expected"), e.exception)
+        bad = self.run_script(os.path.join(self.dir, "bad"), DL_CHECKPOINT_EVERY="2x")
+        self.assertIn("PlanError: DL_CHECKPOINT_EVERY: '2x' is not an interval", bad.stderr)
 
     def test_a_stop_signal_is_a_flag_and_a_second_ctrl_c_interrupts(self):
         script = textwrap.dedent("""\

@@ -25,6 +25,9 @@ validates its own share of the validation set (summed over the ranks); rank 0 al
 writes metrics.csv and the checkpoints, which hold the bare model (no DDP prefix), so a run
 resumes with any number of ranks. The batch size is per rank.
 
+--checkpoint-every N|30s|10m also saves last.pt between epoch ends (dl-train's option), so a kill -9
+loses at most that much.
+
 --resume continues from last.pt: weights, optimizer (AdamW's moments and step), GradScaler,
 schedule and RNG states, at the next batch of the epoch it was saved in (its order is the
 uninterrupted run's; the batches before are not loaded again), as dl-train does. A fresh start in
@@ -464,7 +467,8 @@ class OptimizedTrainer:
         # ends the step in progress and saves (dl_plan.TrainingState: rank 0 writes, atomically).
         self.state = dl_plan.TrainingState(self.model, self.optimizer, self.train_loader,
                                            scaler=self.scaler, scheduler=self.scheduler,
-                                           run_dir=cfg.run_dir)
+                                           run_dir=cfg.run_dir,
+                                           checkpoint_every=cfg.checkpoint_every)
         self.start_epoch, self.best, self.last_acc = 0, -1.0, 0.0
         if cfg.resume_from:
             self._resume(cfg.resume_from)
@@ -722,6 +726,10 @@ def parse_args(argv=None):
                    help="train on at most this many batches per epoch, 0 for all")
     p.add_argument("--log-every", type=int, default=s("log-every", 100),
                    help="batches between progress lines on stderr, 0 for none")
+    p.add_argument("--checkpoint-every",
+                   help="last.pt between epoch ends too: every N steps (500) or a time (30s, 10m, "
+                        "2h); default: checkpoint-every in dl.conf or DL_CHECKPOINT_EVERY, else "
+                        "epoch ends only")
     p.add_argument("--resume", action="store_true", default=s("resume", False),
                    help="continue from the run directory's last.pt")
     p.add_argument("--overwrite", action="store_true", default=s("overwrite", False),
@@ -738,6 +746,8 @@ def parse_args(argv=None):
     if cfg.resume and cfg.overwrite:
         p.error("--resume continues the run's checkpoints and --overwrite replaces them: give "
                 "one")
+    if cfg.checkpoint_every is not None:  # dl-train's values; PlanError (64) names the flag
+        dl_plan.checkpoint_every.parse(cfg.checkpoint_every, "--checkpoint-every")
     cfg.workspace = workspace
     # The plan: dl-launch's (DL_*), else its defaults; threads, seed, device and the process
     # group applied. Flags win, but not over what a probe measures.
@@ -793,7 +803,10 @@ def main():
     except RuntimeError as e:  # init_process_group: no rendezvous; a device that is not there
         fail(f"setting up the plan: {str(e).splitlines()[0]}", 69)
     cfg.resume_from = run_state(cfg)
-    trainer = OptimizedTrainer(cfg)
+    try:
+        trainer = OptimizedTrainer(cfg)
+    except dl_plan.PlanError as e:  # checkpoint-every in dl.conf or DL_CHECKPOINT_EVERY
+        fail(str(e), e.code)
     if cfg.plan.is_main:  # once the data and the checkpoint are read: bad input is one line
         show_plan(cfg.plan)
     if trainer.start_epoch >= cfg.epochs:
