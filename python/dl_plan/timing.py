@@ -62,10 +62,10 @@ def checkpoint_interval_for(write_seconds):
     return f"{int(seconds)}s" if seconds < 120 else f"{int(math.ceil(seconds / 60.0))}m"
 
 
-def prescribe(seconds, bound, cores=0, workers=0, threads=1, checkpoints=0, evals=0):
+def prescribe(seconds, bound, cores=0, workers=0, threads=1, checkpoints=0, evals=0, steps=0):
     """dl-train's prescription lines for `bound` (verdict()'s name) from {phase: seconds}, the
-    usable cores (0: unknown), the DataLoader's workers, torch's threads, and how many
-    checkpoint and eval phases were marked."""
+    usable cores (0: unknown), the DataLoader's workers, torch's threads, how many checkpoint and
+    eval phases were marked and how many steps were timed."""
     total = sum(seconds.values())
     out = []
     if total <= 0:
@@ -75,7 +75,21 @@ def prescribe(seconds, bound, cores=0, workers=0, threads=1, checkpoints=0, eval
         waited = seconds.get("data", 0.0)
         out.append(f"waiting for data took {waited:.2f} s of {total:.2f} s: fed as fast as its "
                    f"steps ran, the run would take up to {100.0 * waited / total:.0f}% less time")
-        if cores > 0 and idle > 0:
+        if workers == 0 and steps > 0 and cores > 1 and seconds.get("compute", 0.0) > 0:
+            # No workers: each batch loads on the training thread while the steps wait, whatever
+            # the cores. Measured: a batch's load (the wait) against a step; the workers that
+            # would keep up, with a core each, and the threads that leaves the steps.
+            load, step = waited / steps, seconds["compute"] / steps
+            need = max(1, math.ceil(load / step))
+            k = min(cores - 1, need)
+            t = min(threads, cores - k)
+            keeps = (f"{k} keep(s) up with the steps" if k == need else
+                     f"{need} would keep up: with {k} the loader stays the bound, at about "
+                     f"{load / k:.3f} s a batch")
+            out.append(f"the batches load on the training thread between the steps (0 workers): "
+                       f"{load:.3f} s a batch against {step:.3f} s a step; --workers {k} "
+                       f"--threads {t} loads them beside the steps ({keeps})")
+        elif cores > 0 and idle > 0:
             out.append(f"{idle} of the {cores} core(s) are idle ({workers} worker(s), {threads} "
                        f"thread(s)): --workers {workers + idle} gives the loader those cores")
         elif cores > 0:
@@ -165,7 +179,8 @@ class Clock:
         name, line = verdict(seconds)
         rows.append(line)
         rows += [f"  -> {p}" for p in prescribe(seconds, name, cores, workers, threads,
-                                                 self.marks["checkpoint"], self.marks["eval"])]
+                                                 self.marks["checkpoint"], self.marks["eval"],
+                                                 self.steps)]
         return "\n".join(rows)
 
 

@@ -258,6 +258,16 @@ class TimingTest(unittest.TestCase):
             "loader those cores"])
         self.assertIn("all in use", timing.prescribe(data, "data-bound", 2, 0, 2)[1])
         self.assertEqual(len(timing.prescribe(data, "data-bound")), 1)  # cores unknown
+        # No workers: loading is the training thread's, so a worker helps even with every core
+        # taken by threads; from the measured load (4.00 s / 20) and step (6.00 s / 20).
+        self.assertEqual(timing.prescribe(data, "data-bound", 2, 0, 2, steps=20)[1],
+                         "the batches load on the training thread between the steps (0 "
+                         "workers): 0.200 s a batch against 0.300 s a step; --workers 1 "
+                         "--threads 1 loads them beside the steps (1 keep(s) up with the steps)")
+        slow = {"data": 9.0, "compute": 1.0}
+        self.assertIn("--workers 3 --threads 1 loads them beside the steps (9 would keep up: "
+                      "with 3 the loader stays the bound, at about 0.150 s a batch)",
+                      timing.prescribe(slow, "data-bound", 4, 0, 4, steps=20)[1])
         compute = {"data": 0.1, "compute": 9.9}
         self.assertEqual(timing.prescribe(compute, "compute-bound", 4, 0, 1),
                          ["3 of the 4 core(s) are idle (0 worker(s), 1 thread(s)): --threads 4 "
@@ -302,8 +312,9 @@ class TimingTest(unittest.TestCase):
         self.assertRegex(r.stderr, r"\ndata-bound: [0-9]+% of the time waiting for data")
         # Its DataLoader's 0 workers and torch's threads against the usable cores (DL_CORES).
         self.assertIn("  -> waiting for data took ", r.stderr)
-        self.assertIn("  -> 1 of the 2 core(s) are idle (0 worker(s), 1 thread(s)): --workers 1 "
-                      "gives the loader those cores", r.stderr)
+        self.assertRegex(r.stderr, r"  -> the batches load on the training thread between the "
+                         r"steps \(0 workers\): 0\.0[0-9]+ s a batch against 0\.[0-9]+ s a step; "
+                         r"--workers 1 --threads 1 loads them beside the steps")
         self.assertIn("  eval ", r.stderr)
         off = subprocess.run([sys.executable, "-c", script],
                              env=clean_env(DL_TIME_BREAKDOWN="false"), capture_output=True,
