@@ -11,9 +11,14 @@
 #         --checkpoint-every interval;
 #      c. compute-bound: ResNet-18 on 28 px Fashion-MNIST at --threads 1 (a core idle); after:
 #         the prescribed --threads, and the verdict with every core in use (no prescription).
+# With --script, the same through the template's python/train.py on dl_plan (the tutorial's
+# script, as a user runs it; its DataLoader is torch's, --loader torch), with the prescriptions
+# dl_plan.time_report() printed: a. no DataLoader workers (--workers 0 --threads 2) and after the
+# prescribed dl_loader (--loader dl, measured on the files); b. --checkpoint-every 2 and after the prescribed interval; c. as
+# above. The cost is time-breakdown = false (DL_TIME_BREAKDOWN) against on.
 # Prints markdown tables: medians over --repeat rounds, ratios after/before.
 #
-# Usage: bench/time_breakdown_bench.sh [--repeat 3] [--build DIR] [--keep DIR]
+# Usage: bench/time_breakdown_bench.sh [--repeat 3] [--build DIR] [--keep DIR] [--script]
 #                                      [--only cost|data|checkpoint|compute]
 set -euo pipefail
 
@@ -22,6 +27,7 @@ build="$(dirname "$here")/build/release"
 repeat=3
 keep=""
 only=""
+script=false
 die() { echo "time_breakdown_bench: $*" >&2; exit 64; }
 # want SECTION: whether --only leaves it in.
 want() { [[ -z "$only" || "$only" == "$1" ]]; }
@@ -31,6 +37,7 @@ while [[ $# -gt 0 ]]; do
     --build) build="${2:?}"; shift 2 ;;
     --keep) keep="${2:?}"; shift 2 ;;
     --only) only="${2:?}"; shift 2 ;;
+    --script) script=true; shift ;;
     -h|--help) sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
     *) die "unknown argument $1 (see --help)" ;;
   esac
@@ -38,6 +45,7 @@ done
 [[ -z "$only" || "$only" =~ ^(cost|data|checkpoint|compute)$ ]] ||
   die "--only: expected cost, data, checkpoint or compute, got $only"
 [[ "$repeat" =~ ^[1-9][0-9]*$ ]] || die "--repeat: expected a whole number >= 1, got $repeat"
+repo=$(dirname "$here")
 train=$build/trainer/dl-train
 make_set=$build/bench/make_jpeg_set
 [[ -x "$train" && -x "$make_set" ]] || die "no dl-train and make_jpeg_set in $build (env/build.sh release)"
@@ -47,9 +55,10 @@ ws=${keep:-$(mktemp -d)}
 mkdir -p "$ws"
 [[ -n "$keep" ]] || trap 'rm -rf "$ws"' EXIT
 cd "$ws"
+if $script; then echo "Through workspace_template/python/train.py on dl_plan (torch's DataLoader)"; echo; fi
 
 mkdir -p fashion && /usr/bin/python3 "$here/fashion_subset.py" "$fashion" fashion 4096 512
-if want data && [[ ! -d photos ]]; then
+if want data && [[ ! -d photos ]]; then  # train/ and val/ of class folders
   "$make_set" --out photos --per-class 40 --sides 800-1000 >/dev/null
 fi
 
@@ -58,12 +67,17 @@ rate() {
   /usr/bin/python3 -c 'import csv,sys; print(list(csv.DictReader(open(sys.argv[1])))[-1]["samples_per_second"])' \
     "runs/$1/metrics.csv"
 }
-# run NAME ARGS...: one dl-train run, its log kept as NAME.log; fails loudly.
+# run NAME ARGS...: one dl-train run (or, with --script, one of train.py), its log kept as
+# NAME.log, its metrics.csv in runs/NAME; fails loudly.
 run() {
   local name=$1
   shift
-  "$train" --monitor-every 0 --epochs 1 --name "$name" --overwrite "$@" >"$name.log" 2>&1 ||
-    { tail -5 "$name.log" >&2; die "run $name failed (log: $ws/$name.log)"; }
+  if $script; then
+    PYTHONPATH="$build/python" /usr/bin/python3 "$repo/workspace_template/python/train.py" \
+      --epochs 1 --run-dir "runs/$name" --overwrite --log-every 0 "$@" >"$name.log" 2>&1
+  else
+    "$train" --monitor-every 0 --epochs 1 --name "$name" --overwrite "$@" >"$name.log" 2>&1
+  fi || { tail -5 "$name.log" >&2; die "run $name failed (log: $ws/$name.log)"; }
 }
 # table TITLE A_LABEL "A_RATES" B_LABEL "B_RATES"
 table() {
@@ -95,14 +109,36 @@ echo "## 1. The breakdown's cost (CNN, 4096 Fashion-MNIST samples, batch 64)"
 echo
 for r in $(seq "$repeat"); do
   for mode in $(in_turn "$r" true false); do
-    run "cost-$mode" --data fashion --batch-size 64 --time-breakdown "$mode"
+    if $script; then
+      DL_TIME_BREAKDOWN=$mode run "cost-$mode" --data fashion --batch-size 64 --loader torch
+    else
+      run "cost-$mode" --data fashion --batch-size 64 --time-breakdown "$mode"
+    fi
     rates[cost-$mode]+="$(rate "cost-$mode") "
   done
 done
 table "--time-breakdown false against true" "false" "${rates[cost-false]}" "true" "${rates[cost-true]}"
 fi
 
-if want data; then
+if want data && $script; then
+echo "## 2a. Data-bound: 800-1000 px JPEGs, torch's DataLoader with 0 workers, 32 px crops"
+echo
+data=(--data photos --image-size 32 --batch-size 32 --loader torch --threads 2)
+run data-before "${data[@]}" --workers 0
+verdict data-before
+grep -q 'dl_loader (dl-train.s pipeline.*--loader dl in the template' data-before.log ||
+  die "the data-bound run prescribed no dl_loader (log: $ws/data-before.log)"
+for r in $(seq "$repeat"); do
+  for which in $(in_turn "$r" before after); do
+    if [[ $which == before ]]; then loader=torch; else loader=dl; fi
+    run "data-$which" "${data[@]}" --workers 0 --loader "$loader"
+    rates[data-$which]+="$(rate "data-$which") "
+  done
+done
+table "data-bound: torch's DataLoader against the prescribed --loader dl (both 0 workers)" \
+  "--loader torch" "${rates[data-before]}" "--loader dl" "${rates[data-after]}"
+verdict data-after
+elif want data; then
 echo "## 2a. Data-bound: 800-1000 px JPEGs, --workers 0, 32 px crops"
 echo
 data=(--image-size 32 --batch-size 32 --workers 0)
@@ -128,6 +164,7 @@ if want checkpoint; then
 echo "## 2b. Checkpoint-bound: ResNet-18, last.pt every 2 steps"
 echo
 ck=(--data fashion --model resnet18 --batch-size 16 --limit-batches 24)
+if $script; then ck+=(--loader torch); fi
 run ck-before "${ck[@]}" --checkpoint-every 2
 verdict ck-before
 every=$(grep -o 'checkpoint-every [0-9]*[sm]' ck-before.log | head -1 | awk '{print $2}')
@@ -147,6 +184,7 @@ if want compute; then
 echo "## 2c. Compute-bound: ResNet-18 on 28 px Fashion-MNIST, --threads 1"
 echo
 cp=(--data fashion --model resnet18 --batch-size 32 --limit-batches 24 --workers 0)
+if $script; then cp+=(--loader torch); fi
 run compute-before "${cp[@]}" --threads 1
 verdict compute-before
 threads=$(grep -o -- '--threads [0-9]* gives the steps' compute-before.log | head -1 | awk '{print $2}')

@@ -147,12 +147,13 @@ def loader(data_loader):
     """Returns `data_loader`; in a loader probe, times its batches, answers and ends the script;
     in a step probe, notes its data set's size (and answers at once when the batch asked for is
     larger than the data set: no batch to step on)."""
-    global _loader_workers
+    global _loader_workers, _loader_dataset
     if _probe.PROBE.kind == "loader":
         _probe.PROBE.time_loader(data_loader)
     elif _probe.PROBE.kind == "step":
         _probe.PROBE.note_loader(data_loader)
     _loader_workers = getattr(data_loader, "num_workers", _loader_workers)
+    _loader_dataset = getattr(data_loader, "dataset", None)
     return data_loader
 
 
@@ -205,17 +206,30 @@ def phase(name):
 
 
 _loader_workers = None  # the last DataLoader given to loader(): its num_workers
+_loader_dataset = None  # and its dataset
+_cheaper = []  # what dl_loader would give on that dataset, measured once: [Measured or None]
+
+
+def _measure_cheaper():
+    if not _cheaper:
+        from dl_plan import cheaper_loading
+
+        _cheaper.append(cheaper_loading.measure(_loader_dataset)
+                        if _loader_dataset is not None else None)
+    return _cheaper[0]
 
 
 def time_report():
     """The table, verdict and prescriptions of where the time went so far ("" before any step
     timed), for the script to print at its end: `print(dl_plan.time_report(), file=sys.stderr)`.
     The cores are the usable ones, the workers the DataLoader's given to loader() (else the
-    plan's), the threads torch's."""
+    plan's), the threads torch's; a data-bound run over an image folder also times a few of its
+    files through dl_loader (dl_plan.cheaper_loading), once."""
     import torch
 
     workers = _loader_workers if isinstance(_loader_workers, int) else plan().workers
-    return _timing.CLOCK.report(usable_cores().value, workers, torch.get_num_threads())
+    return _timing.CLOCK.report(usable_cores().value, workers, torch.get_num_threads(),
+                                _measure_cheaper)
 
 
 def _remember_crash(kind, value, traceback):

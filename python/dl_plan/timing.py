@@ -16,7 +16,9 @@ host's: work it queued lands where the host next waits (an .item(), the next ste
 After the verdict come dl-train's prescriptions for its bound (trainer/train/monitor/
 prescription.h), each from what this run measured or counted: what the data wait cost and
 whether a core is left for the loader's workers, a compute-bound run's idle cores, the
-checkpoint interval the writes' own durations allow, validation against the training steps.
+checkpoint interval the writes' own durations allow, validation against the training steps,
+and for a data-bound script over an image folder what dl_loader would give on its files
+(cheaper_loading.py).
 """
 
 import math
@@ -62,10 +64,12 @@ def checkpoint_interval_for(write_seconds):
     return f"{int(seconds)}s" if seconds < 120 else f"{int(math.ceil(seconds / 60.0))}m"
 
 
-def prescribe(seconds, bound, cores=0, workers=0, threads=1, checkpoints=0, evals=0, steps=0):
+def prescribe(seconds, bound, cores=0, workers=0, threads=1, checkpoints=0, evals=0, steps=0,
+              cheaper=None):
     """dl-train's prescription lines for `bound` (verdict()'s name) from {phase: seconds}, the
     usable cores (0: unknown), the DataLoader's workers, torch's threads, how many checkpoint and
-    eval phases were marked and how many steps were timed."""
+    eval phases were marked and how many steps were timed; `cheaper`: what dl_loader would give
+    (cheaper_loading.Measured), for a data-bound run."""
     total = sum(seconds.values())
     out = []
     if total <= 0:
@@ -96,6 +100,12 @@ def prescribe(seconds, bound, cores=0, workers=0, threads=1, checkpoints=0, eval
             out.append(f"the {cores} core(s) are all in use ({workers} worker(s), {threads} "
                        "thread(s)): more workers would take cores from the steps; make each "
                        "sample cheaper to load")
+        if cheaper is not None and cheaper.dl_ms < (1.0 - WORTH_IT) * cheaper.own_ms:
+            out.append(f"dl_loader (dl-train's pipeline: only the crop decoded, at its scale) "
+                       f"loads a sample in {cheaper.dl_ms:.2f} ms against {cheaper.own_ms:.2f} ms "
+                       f"through this DataLoader's dataset ({cheaper.own_ms / cheaper.dl_ms:.1f}x "
+                       f"faster, measured on {cheaper.files} of your files): --loader dl in the "
+                       "template's train.py, dl_loader.Loader(folder) in a script")
     elif bound == "compute-bound" and idle > 0:
         out.append(f"{idle} of the {cores} core(s) are idle ({workers} worker(s), {threads} "
                    f"thread(s)): --threads {threads + idle} gives the steps those cores")
@@ -162,9 +172,10 @@ class Clock:
         out["other"] = max(0.0, self.now() - self.started - sum(self.seconds.values()))
         return out
 
-    def report(self, cores=0, workers=0, threads=1):
+    def report(self, cores=0, workers=0, threads=1, cheaper=None):
         """The table, the verdict line and its prescriptions (prescribe()), as dl-train ends a
-        run; "" before any step."""
+        run; "" before any step. `cheaper`: called for a data-bound run, what dl_loader would
+        give (cheaper_loading.measure's) or None."""
         if not self.steps:
             return ""
         seconds = self.breakdown()
@@ -178,9 +189,10 @@ class Clock:
         rows.append(f"  {'total':<12}{total:>10.2f}")
         name, line = verdict(seconds)
         rows.append(line)
+        measured = cheaper() if cheaper is not None and name == "data-bound" else None
         rows += [f"  -> {p}" for p in prescribe(seconds, name, cores, workers, threads,
                                                  self.marks["checkpoint"], self.marks["eval"],
-                                                 self.steps)]
+                                                 self.steps, measured)]
         return "\n".join(rows)
 
 
