@@ -94,7 +94,8 @@ int main(int argc, char** argv) {
                          {"exchange", 0.0},
                          {"checkpoint", 0.4},
                          {"eval", 1.6},
-                         {"other", 0.4}}});
+                         {"other", 0.4}},
+                        "compute-bound"});
   }
   for (int s = 0; s < 40; ++s) {
     ResourcePoint p;

@@ -39,7 +39,13 @@ std::vector<EpochPoint> parse_metrics_csv(const std::string& text, int up_to) {
     bool ok = true;
     for (std::size_t i = 0; i < header.size() && ok; ++i) {
       const std::string& h = header[i];
-      if (h == "bound") continue;  // the verdict's name: text, for a reader of the file
+      if (h == "bound") {  // the verdict's name: text, kept when it looks like one
+        const bool named =
+            fields[i].size() <= 32 && !fields[i].empty() &&
+            fields[i].find_first_not_of("abcdefghijklmnopqrstuvwxyz-") == std::string::npos;
+        if (named) p.bound = fields[i];
+        continue;
+      }
       double v = 0;
       ok = to_double(fields[i], &v);
       if (h.size() > 7 && h.compare(0, 5, "time_") == 0 && h.compare(h.size() - 2, 2, "_s") == 0) {

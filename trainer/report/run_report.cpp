@@ -181,6 +181,44 @@ LineChart time_chart(const RunReport& r) {
   return c;
 }
 
+// The verdicts under the chart: the epochs each bound held, in runs ("epochs 1-2: data-bound;
+// epochs 3-5: compute-bound"), then the last epoch's shares, so the page says in words what the
+// bands show.
+std::string time_verdict(const RunReport& r) {
+  std::string runs;
+  std::size_t i = 0;
+  while (i < r.epochs.size()) {
+    std::size_t j = i;
+    while (j + 1 < r.epochs.size() && r.epochs[j + 1].bound == r.epochs[i].bound) ++j;
+    if (!r.epochs[i].bound.empty()) {
+      const int first = r.epochs[i].epoch;
+      const int last = r.epochs[j].epoch;
+      if (!runs.empty()) runs += "; ";
+      runs += (first == last ? "epoch " + std::to_string(first)
+                             : "epochs " + std::to_string(first) + "-" + std::to_string(last)) +
+              ": " + r.epochs[i].bound;
+    }
+    i = j + 1;
+  }
+  if (runs.empty()) return "";
+  const EpochPoint& last = r.epochs.back();
+  double total = 0;
+  for (const auto& [phase, seconds] : last.time_seconds) total += seconds;
+  std::string shares;
+  for (const auto& [phase, seconds] : last.time_seconds) {
+    if (total <= 0 || seconds <= 0) continue;
+    if (!shares.empty()) shares += " | ";
+    shares +=
+        phase + " " + std::to_string(static_cast<int>(std::lround(100.0 * seconds / total))) + "%";
+  }
+  std::string out = "<p id=\"time-verdict\"><strong>" + html_escape(runs) + "</strong>";
+  if (!shares.empty()) {
+    out += "<br><span class=\"muted\">epoch " + std::to_string(last.epoch) + ": " +
+           html_escape(shares) + "</span>";
+  }
+  return out + "</p>";
+}
+
 LineChart epoch_chart(const std::string& id, const std::string& title, const std::string& y_label) {
   LineChart c;
   c.id = id;
@@ -241,7 +279,7 @@ std::string curves(const RunReport& r) {
   time.series.push_back(
       epoch_series(r, "epoch time", "#475569", [](const EpochPoint& e) { return e.seconds; }));
   out += render_line_chart(time);
-  return out + "</div></section>";
+  return out + "</div>" + time_verdict(r) + "</section>";
 }
 
 std::string resources(const RunReport& r) {

@@ -32,6 +32,8 @@ struct EpochPoint {
   double data_wait_percent = 0;
   // metrics.csv's time_<phase>_s columns, in their order: where the epoch's time went.
   std::vector<std::pair<std::string, double>> time_seconds;
+  // metrics.csv's bound column, dl-train's verdict for the epoch ("data-bound"); "" without one.
+  std::string bound;
 };
 
 // One resource monitor sample; what could not be read is absent.

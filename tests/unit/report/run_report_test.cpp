@@ -28,7 +28,7 @@ RunReport sample(int epochs) {
   r.run_name = "run";
   r.epochs_total = 10;
   for (int e = 1; e <= epochs; ++e) {
-    r.epochs.push_back({e, 1.0 / e, 0.5, 1.1 / e, 0.6, 1e-3, 10, 1000, 5, {}});
+    r.epochs.push_back({e, 1.0 / e, 0.5, 1.1 / e, 0.6, 1e-3, 10, 1000, 5, {}, {}});
   }
   return r;
 }
@@ -256,6 +256,38 @@ TEST(MetricsHistory, ReadsTheTimeBreakdownBesideTheVerdictsName) {
   EXPECT_EQ(rows[0].time_seconds[0].first, "data");
   EXPECT_DOUBLE_EQ(rows[0].time_seconds[0].second, 4.0);
   EXPECT_EQ(rows[0].time_seconds[2].first, "eval");
+  EXPECT_EQ(rows[0].bound, "data-bound");
+  // A bound that is not a verdict's name (the file is the workspace's) is not kept.
+  const auto odd = parse_metrics_csv("epoch,time_data_s,bound\n1,1.0,<script>\n", 5);
+  ASSERT_EQ(odd.size(), 1u);
+  EXPECT_EQ(odd[0].bound, "");
+}
+
+// The page says in words what the stacked chart shows: the epochs each bound held, and the last
+// epoch's shares.
+TEST(RunReport, SaysWhichBoundEachRunOfEpochsHad) {
+  RunReport r;
+  r.run_name = "v";
+  for (int e = 1; e <= 4; ++e) {
+    EpochPoint p;
+    p.epoch = e;
+    p.bound = e <= 2 ? "data-bound" : "compute-bound";
+    p.time_seconds = {{"data", e <= 2 ? 6.0 : 1.0},
+                      {"compute", e <= 2 ? 4.0 : 8.0},
+                      {"eval", e <= 2 ? 0.0 : 1.0}};
+    r.epochs.push_back(p);
+  }
+  const std::string html = render_run_report(r);
+  EXPECT_NE(html.find("<p id=\"time-verdict\"><strong>epochs 1-2: data-bound; epochs 3-4: "
+                      "compute-bound</strong><br><span class=\"muted\">epoch 4: data 10% | "
+                      "compute 80% | eval 10%</span></p>"),
+            std::string::npos)
+      << html;
+  r.epochs.resize(1);
+  EXPECT_NE(render_run_report(r).find("<strong>epoch 1: data-bound</strong>"), std::string::npos);
+  for (auto& e : r.epochs) e.bound.clear();
+  EXPECT_EQ(render_run_report(r).find("time-verdict"), std::string::npos)
+      << "no verdict column (a script's metrics.csv): no line";
 }
 
 TEST(ResourceHistory, StaysBoundedAndSpansTheRun) {

@@ -111,12 +111,13 @@ void LiveReport::epoch_done(const TrainingRun& run, const EpochMetrics& m) {
   // An epoch done again (a resume after a stop inside it) replaces its earlier row.
   while (!page_.epochs.empty() && page_.epochs.back().epoch >= m.epoch) page_.epochs.pop_back();
   report::EpochPoint point{
-      m.epoch, m.train_loss, m.train_acc,          m.val_loss,          m.val_acc,
-      m.lr,    m.seconds,    m.samples_per_second, m.data_wait_percent, {}};
+      m.epoch,   m.train_loss,         m.train_acc,         m.val_loss, m.val_acc, m.lr,
+      m.seconds, m.samples_per_second, m.data_wait_percent, {},         {}};
   for (std::size_t i = 0; i < kPhases; ++i) {
     const auto p = static_cast<Phase>(i);
     point.time_seconds.emplace_back(phase_name(p), m.time[p]);
   }
+  point.bound = verdict(m.time).name;  // as metrics.csv's bound column holds it
   page_.epochs.push_back(std::move(point));
   update_best(page_, run.best_path);
   write();
