@@ -134,7 +134,9 @@ def setup(args=None, **given):
 
 
 def wrap(model):
-    """DistributedDataParallel around `model` when several ranks train, else `model`."""
+    """DistributedDataParallel around `model` when several ranks train, else `model`. In a step
+    probe the model is also run once in evaluation after the timed steps (probe.py)."""
+    _probe.PROBE.note_model(model)
     p = plan()
     if not p.distributed:
         return model

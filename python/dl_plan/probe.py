@@ -84,6 +84,9 @@ class _Probe:
         self.steps_done = 0
         self.timed = []  # seconds of each timed step
         self._step_start = None
+        self.model = None  # the step probe's model (dl_plan.wrap's, TrainingState's)
+        self._inputs = None  # the arguments of its latest forward
+        self._validating = False
         if self.kind is None:
             return
         if self.kind not in KINDS:
@@ -194,6 +197,50 @@ class _Probe:
                              precision=plan.precision, error=""))
             raise ProbeDone()
 
+    def note_model(self, model):
+        """The step probe watches `model`'s forward (the bare module: DDP calls it) to run it
+        once more in evaluation, as dl-train's probe ends: the arguments of the latest forward
+        are kept (references: the batch is in memory anyway)."""
+        import torch
+
+        if self.kind != "step" or self.model is not None:
+            return
+        model = getattr(model, "module", model)  # inside DistributedDataParallel
+        if not isinstance(model, torch.nn.Module):
+            return
+        self.model = model
+
+        def keep(_module, args):
+            if not self._validating:
+                self._inputs = args
+
+        model.register_forward_pre_hook(keep)
+
+    def _validation_step(self):
+        """A validation forward (eval mode, no gradients, the plan's autocast) on the latest
+        training batch, so that the peak includes it and a batch that fits training but not its
+        validation is not chosen; the exception it raised, or None (also when no model or forward
+        was seen: `validated` in the answer says which)."""
+        import torch
+
+        if self.model is None or self._inputs is None:
+            return None
+        plan = _plan()
+        training = self.model.training
+        self._validating = True
+        try:
+            self.model.eval()
+            with torch.no_grad(), plan.autocast():
+                self.model(*self._inputs)
+            if plan.is_cuda:
+                torch.cuda.synchronize(plan.device)
+        except Exception as e:  # noqa: BLE001 - an out-of-memory is this batch's answer
+            return e
+        finally:
+            self.model.train(training)
+            self._validating = False
+        return None
+
     def step_begins(self):
         self._step_start = time.perf_counter()
 
@@ -217,8 +264,28 @@ class _Probe:
         enough = len(self.timed) >= MAX_TIMED_STEPS or (
             len(self.timed) >= MIN_TIMED_STEPS and sum(self.timed) >= MIN_TIMED_SECONDS)
         if enough or self.steps_done >= self.steps:
-            self._step_result()
+            self._finish_steps()
             raise ProbeDone()
+
+    def _finish_steps(self):
+        """The answer after the steps: the validation forward, then the step's result, or the
+        validation's out-of-memory as this batch's answer."""
+        failed = self._validation_step()
+        if failed is not None and is_out_of_memory(failed):
+            plan = _plan()
+            self.answer(dict(batch=plan.batch_size, fits=False, out_of_memory=True,
+                             peak_bytes=0, step_seconds=self._median_seconds(),
+                             steps=self.steps_done, device=plan.device,
+                             precision=plan.precision, validated=True, error=""))
+            return
+        if failed is not None:
+            # A model whose evaluation wants other arguments than its training forward (a
+            # detector's targets): the training step's answer stands, unvalidated.
+            self._inputs = None
+            print(f"dl_plan probe: the validation forward on the training batch failed "
+                  f"({first_line(failed)}): the batch is checked for training only",
+                  file=sys.stderr, flush=True)
+        self._step_result()
 
     def _median_seconds(self):
         if not self.timed:
@@ -232,6 +299,7 @@ class _Probe:
         self.answer(dict(batch=plan.batch_size, fits=not error, out_of_memory=False,
                          peak_bytes=peak_bytes(plan), step_seconds=self._median_seconds(),
                          steps=self.steps_done, device=plan.device, precision=plan.precision,
+                         validated=self.model is not None and self._inputs is not None,
                          error=error))
 
     def at_exit(self):
@@ -252,7 +320,7 @@ class _Probe:
         if self.kind == "step" and self.steps_done > 0:
             # Fewer steps than asked (a short data set, a loop that stops early): the memory
             # is measured all the same.
-            self._step_result()
+            self._finish_steps()
         elif self.kind == "step":
             self.answer(dict(fits=False, out_of_memory=False, peak_bytes=0, step_seconds=0.0,
                              steps=0, error="the script ended before its first dl_plan.step()"))

@@ -222,8 +222,11 @@ class TrainingState:
         from dl_plan import config as _config
         from dl_plan import plan as _plan
 
+        from dl_plan import probe as _probe
+
         self.plan = _plan()
         self.model, self.optimizer, self.loader = model, optimizer, loader
+        _probe.PROBE.note_model(model)  # a step probe validates it too
         self.scaler, self.scheduler = scaler, scheduler
         self.run_dir = run_dir if run_dir is not None else self.plan.run_dir
         # last.pt between epoch ends too (dl-train's --checkpoint-every): given, else the

@@ -36,7 +36,8 @@ constexpr seconds kTimeout{600};
 // A script written the tutorial's way with dl_plan: a Dataset whose samples cost 2 ms of CPU each
 // (TEST_MS), a step that holds TEST_MIB MiB a sample; its own prints, JSON among them, on stdout.
 // TEST_WHAT: "oom-above-N" (a real out-of-memory of the CPU allocator in the step when the batch
-// is above N), "hang" or "crash" (in probe mode, after the handshake).
+// is above N), "eval-oom-above-N" (the same in the model's evaluation forward only), "hang" or
+// "crash" (in probe mode, after the handshake).
 constexpr const char* kScript = R"(import json, os, sys, time
 import torch
 from torch.utils.data import DataLoader, Dataset
@@ -46,6 +47,18 @@ MS = float(os.environ.get("TEST_MS", "2"))
 MIB = int(os.environ.get("TEST_MIB", "4"))
 STEP_MS = float(os.environ.get("TEST_STEP_MS", "0"))  # a step's cost a sample, as sleep
 WHAT = os.environ.get("TEST_WHAT", "")
+
+
+class Net(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = torch.nn.Linear(8, 4)
+
+    def forward(self, x):
+        if (not self.training and WHAT.startswith("eval-oom-above-")
+                and x.shape[0] > int(WHAT.split("-")[-1])):
+            torch.empty(1 << 60, dtype=torch.uint8)  # evaluation needs more than training
+        return self.fc(x)
 
 
 class Costly(Dataset):
@@ -68,7 +81,7 @@ def main():
         raise RuntimeError("the script's own bug")
     ds = Costly()
     loader = dl_plan.loader(DataLoader(ds, **plan.dataloader_kwargs(ds)))
-    model = torch.nn.Linear(8, 4)
+    model = dl_plan.wrap(Net())  # a step probe also runs it in evaluation
     opt = torch.optim.AdamW(model.parameters())
     steps = 0
     for x, y in loader:
@@ -261,6 +274,29 @@ TEST_F(ScriptProbe, OutOfMemoryInsideTheStepIsAnAnswerNotAFailure) {
   bool saw_oom = false;
   for (const auto& t : search->find("trials")->items()) saw_oom |= t.get_bool("out_of_memory", 0);
   EXPECT_TRUE(saw_oom) << r.out;
+}
+
+// dl-train's probe ends with a validation forward, and so does a script's step probe: a batch
+// whose training step fits but whose evaluation does not is not chosen.
+TEST_F(ScriptProbe, ABatchWhoseValidationRunsOutOfMemoryIsNotChosen) {
+  const Result r = launch({"--dry-run", "--json", "--workers", "0", "--batch-objective", "largest",
+                           "--memory-budget", "8GiB", "--", kPython, "mytrain.py"},
+                          {{"TEST_WHAT", "eval-oom-above-40"}, {"TEST_MIB", "1"}});
+  ASSERT_EQ(r.code, 0) << show(r);
+  const JsonValue plan = plan_json(r);
+  const JsonValue* search = plan.find("batch_search");
+  ASSERT_TRUE(search != nullptr && search->is_object()) << r.out;
+  const std::int64_t batch = search->get_i64("batch", 0);
+  EXPECT_GE(batch, 32) << r.err;
+  EXPECT_LE(batch, 40) << r.err;
+  bool saw_oom = false;
+  for (const auto& t : search->find("trials")->items()) saw_oom |= t.get_bool("out_of_memory", 0);
+  EXPECT_TRUE(saw_oom) << r.out;
+  // The probe's answer says the validation ran (a direct probe at a size that fits).
+  const JsonValue fits = direct_probe("step", {{"DL_BATCH_SIZE", "8"}, {"DL_WORKERS", "0"},
+                                               {"TEST_WHAT", "eval-oom-above-40"}});
+  EXPECT_TRUE(fits.get_bool("fits", false));
+  EXPECT_TRUE(fits.get_bool("validated", false));
 }
 
 // The log a failure line names ("...; log /ws/.dl/probes/<start>-step-64.log"), which is there.
