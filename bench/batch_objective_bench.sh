@@ -3,7 +3,7 @@
 # training (issue 37's case: dl-train's embedded default, Fashion-MNIST and the small CNN on the
 # CPU, under --memory-budget 600MiB). In one sitting:
 #   1. the probe's own agreement: `dl-train --probe-batch N` run --spread times at two sizes, the
-#      spread of step_seconds ((max - min) / median);
+#      spread of step_seconds ((max - min) / median); --spread 0 leaves it out;
 #   2. the search (`dl-launch --json --retune`): its curve (batch, peak, samples/s) and choice;
 #   3. training at 64, the chosen batch and the largest that fits, --repeat rounds, the order
 #      rotated each round, each run --samples samples (--limit-batches rounded up), samples/s
@@ -11,6 +11,8 @@
 #
 # Usage: bench/batch_objective_bench.sh [--budget 600MiB] [--repeat 3] [--samples 12000]
 #                                       [--spread 5] [--build DIR] [--keep DIR] [-- dl-launch options]
+# The dl-launch options may end with `-- python3 script.py ...`: the search and the runs are then
+# the script's, through dl_plan (its metrics.csv in runs/<name>/ as dl-train's).
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -42,6 +44,10 @@ ws=${keep:-$(mktemp -d)}
 mkdir -p "$ws"
 [[ -n "$keep" ]] || trap 'rm -rf "$ws"' EXIT
 
+# A script after `--` imports dl_plan (and dl_loader) from this build.
+export PYTHONPATH="$build/python${PYTHONPATH:+:$PYTHONPATH}"
+
+if ((spread > 0)); then
 echo "## Probe agreement: dl-train --probe-batch N, $spread runs each"
 echo
 echo "| batch | step s (median) | min | max | spread | timed steps |"
@@ -59,6 +65,7 @@ print("| %d | %.4f | %.4f | %.4f | %.1f%% | %s |"
       % (rows[0]["batch"], m, s[0], s[-1], 100 * (s[-1] - s[0]) / m, timed))'
 done
 echo
+fi
 
 echo "## The search: dl-launch --memory-budget $budget --json --retune ${extra[*]}"
 echo
