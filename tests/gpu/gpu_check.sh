@@ -317,12 +317,15 @@ PY
       rows+=("| $label | FAIL | log $log |")
     fi
   }
-  # A dl-launch --json plan's batch search in one line: "BATCH N_probes:_B_->_P_GiB,_..."
+  # A dl-launch --json plan's batch search in one line, the curve it measured:
+  # "BATCH N_probes:_B_->_P_GiB_R_samples/s,_..."
   search_summary() {
     "$python" - "$1" <<'PY'
 import json, sys
 s = json.load(open(sys.argv[1]))["batch_search"]
-trials = ", ".join(f"{t['batch']} -> " + ("OOM" if t["out_of_memory"] else f"{t['peak_bytes'] / 2**30:.1f} GiB")
+trials = ", ".join(f"{t['batch']} -> " + ("OOM" if t["out_of_memory"] else
+                                          f"{t['peak_bytes'] / 2**30:.1f} GiB "
+                                          f"{t.get('samples_per_second', 0):.0f} samples/s")
                    for t in s["trials"])
 print(s["batch"], f"{len(s['trials'])}_probes:_{trials}".replace(" ", "_"))
 PY
