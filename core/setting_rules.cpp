@@ -6,6 +6,7 @@
 #include <map>
 #include <stdexcept>
 
+#include "core/checkpoint_every.h"
 #include "core/settings.h"
 #include "core/text.h"
 
@@ -86,6 +87,11 @@ bool stage_count(const std::string& v) {
   return n && *n <= 4;
 }
 
+// --checkpoint-every: steps or a time (0 is in the choices, for its words).
+bool checkpoint_interval(const std::string& v) {
+  return parse_checkpoint_every(v).has_value();
+}
+
 bool torchscript_file(const std::string& v) {
   return v.size() > 3 && ends_with(v, ".pt");
 }
@@ -154,7 +160,8 @@ const std::map<std::string, Rule>& table() {
       {"loss-scale-interval", integer(1, kInt32Max)},
       {"probe-batch", integer(1, kMaxBatch)},
       {"limit-batches", integer(0, kLongMax)},
-      {"checkpoint-every", text()},  // steps or a time: checked by dl-train's options
+      {"checkpoint-every",
+       choice({"0"}, checkpoint_interval, "a number of steps (500) or a time (30s, 10m, 2h)")},
       {"resume", flag()},
       {"overwrite", flag()},
       {"init-from", path()},  // a file: checked by dl-train before its run directory exists

@@ -204,6 +204,12 @@ INSTANTIATE_TEST_SUITE_P(
         BadInput{{"--dist-backend", "mpi"}, exit_code::kUsage, "gloo or nccl"},
         BadInput{{"--dist-timeout", "0"}, exit_code::kUsage, "--dist-timeout"},
         BadInput{{"--rdzv-timeout", "x"}, exit_code::kUsage, "--rdzv-timeout"},
+        // Checked here for dl-train and a script alike (a script would fail after starting).
+        BadInput{{"--checkpoint-every", "5x"},
+                 exit_code::kUsage,
+                 "--checkpoint-every: expected 0 or a number of steps (500) or a time (30s, 10m, "
+                 "2h), got '5x'"},
+        BadInput{{"--checkpoint-every=1e9s"}, exit_code::kUsage, "--checkpoint-every"},
         BadInput{
             {"--config", "/nonexistent/dl.conf"}, exit_code::kMissing, "/nonexistent/dl.conf"}));
 

@@ -5,15 +5,15 @@
 
 #include <stdexcept>
 
-#include "train/resume/checkpoint_every.h"
+#include "core/checkpoint_every.h"
 #include "train/resume/epoch_position.h"
 
 namespace dl::test {
 namespace {
 
-using train::CheckpointEvery;
+using dl::CheckpointEvery;
 using train::EpochPosition;
-using train::parse_checkpoint_every;
+using dl::parse_checkpoint_every;
 
 TEST(CheckpointEvery, ParsesStepsAndTimes) {
   EXPECT_EQ(parse_checkpoint_every("500")->steps, 500);

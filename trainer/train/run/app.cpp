@@ -26,6 +26,7 @@ namespace dl::train {
 namespace {
 
 std::shared_ptr<spdlog::logger> make_logger(const std::string& name, bool to_stderr) {
+  spdlog::drop(name);  // a mode's logger may be made twice: before its options and after
   auto logger = to_stderr ? spdlog::stderr_color_mt(name) : spdlog::stdout_color_mt(name);
   logger->set_pattern("[%H:%M:%S] %^%l%$ %v");
   return logger;
@@ -44,8 +45,24 @@ int run_checkpoint_command(int argc, const char* const argv[]) {
   return command == "evaluate" ? run_evaluate(args.config) : run_predict(args.config);
 }
 
+// The modes whose stdout is one JSON line for dl-launch (--data-facts, --doctor,
+// --doctor-exchange, --probe-batch): seen on the command line before the options are parsed, so
+// that a refusal of those options goes to stderr with the rest of the log, where dl-launch reads
+// it.
+bool json_on_stdout(int argc, const char* const argv[]) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--") break;
+    if (a == "--data-facts" || a.rfind("--doctor", 0) == 0 || a.rfind("--probe-batch", 0) == 0) {
+      return true;
+    }
+  }
+  return false;
+}
+
 // Options, then the run or the memory probe.
 int run(int argc, const char* const argv[]) {
+  if (json_on_stdout(argc, argv)) spdlog::set_default_logger(make_logger("dl-train-json", true));
   if (argc > 1 && (std::string(argv[1]) == "evaluate" || std::string(argv[1]) == "predict")) {
     return run_checkpoint_command(argc - 1, argv + 1);
   }

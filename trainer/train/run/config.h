@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "data/file_list_source.h"
-#include "train/resume/checkpoint_every.h"
+#include "core/checkpoint_every.h"
 
 namespace dl::train {
 

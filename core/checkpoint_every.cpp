@@ -1,12 +1,12 @@
 // --checkpoint-every's value and schedule (checkpoint_every.h).
-#include "train/resume/checkpoint_every.h"
+#include "core/checkpoint_every.h"
 
 #include <cmath>
 #include <cstdlib>
 
 #include "core/text.h"
 
-namespace dl::train {
+namespace dl {
 
 bool CheckpointEvery::due(std::int64_t global_step, double seconds_since_last) const {
   if (steps > 0 && global_step > 0 && global_step % steps == 0) return true;
@@ -56,4 +56,4 @@ std::optional<CheckpointEvery> parse_checkpoint_every(const std::string& text) {
   return every;
 }
 
-}  // namespace dl::train
+}  // namespace dl

@@ -8,7 +8,7 @@
 #include <optional>
 #include <string>
 
-namespace dl::train {
+namespace dl {
 
 struct CheckpointEvery {
   std::int64_t steps = 0;  // every this many steps (0: not by steps)
@@ -25,4 +25,4 @@ struct CheckpointEvery {
 // "500", "30s", "10m", "1.5h", "0". nullopt for anything else.
 std::optional<CheckpointEvery> parse_checkpoint_every(const std::string& text);
 
-}  // namespace dl::train
+}  // namespace dl
