@@ -42,10 +42,11 @@ def dataloader_kwargs(plan, dataset, train=True, **overrides):
     shuffle or sampler, generator and worker_init_fn for `dataset`, as the plan says. A training
     loader shuffles and drops the last partial batch (a steady batch size for batch norm and the
     step the batch search measured); a validation loader keeps every sample in order. `overrides`
-    replace any of them."""
+    replace any of them; a num_workers given there decides what comes with workers
+    (prefetch_factor, persistent_workers, worker_init_fn), as the plan's would."""
     import torch
 
-    workers = plan.workers
+    workers = overrides.get("num_workers", plan.workers)
     kw = dict(batch_size=plan.batch_size, num_workers=workers, pin_memory=plan.is_cuda,
               drop_last=train)
     if workers > 0:

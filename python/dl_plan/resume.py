@@ -310,6 +310,15 @@ class TrainingState:
             self._barrier()
         return written
 
+    def _save_inside_epoch(self):
+        """checkpoint_every's write after a step (a resume goes on at the next batch), counted
+        apart for the checkpoint-bound prescription."""
+        from dl_plan import timing as _timing
+
+        began = time.perf_counter()
+        if self.save() is not None:
+            _timing.CLOCK.saved_inside_epoch(time.perf_counter() - began)
+
     # ---- resuming
 
     def resume(self, resume=None, *, quiet=False):
@@ -411,7 +420,7 @@ class TrainingState:
             yield batch
             self.check_stop()
             if self.checkpoint_every.due(self.global_step, time.perf_counter() - self._last_save):
-                self.save()  # after this step: a resume goes on at the next batch
+                self._save_inside_epoch()
             if limit and self.step >= limit:
                 break  # before the next batch is loaded
         self.epoch, self.step = epoch + 1, 0

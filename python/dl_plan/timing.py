@@ -65,11 +65,14 @@ def checkpoint_interval_for(write_seconds):
 
 
 def prescribe(seconds, bound, cores=0, workers=0, threads=1, checkpoints=0, evals=0, steps=0,
-              cheaper=None):
+              cheaper=None, checkpoint_seconds=None):
     """dl-train's prescription lines for `bound` (verdict()'s name) from {phase: seconds}, the
-    usable cores (0: unknown), the DataLoader's workers, torch's threads, how many checkpoint and
-    eval phases were marked and how many steps were timed; `cheaper`: what dl_loader would give
-    (cheaper_loading.Measured), for a data-bound run."""
+    usable cores (0: unknown), the DataLoader's workers, torch's threads, how many checkpoints
+    were written inside the epochs (`checkpoint_seconds` their time, else all of the phase's),
+    how many eval phases were marked and how many steps were timed; `cheaper`: what dl_loader
+    would give (cheaper_loading.Measured), for a data-bound run. As dl-train's, the checkpoint
+    interval is prescribed from the writes inside the epochs only: no interval removes the
+    epoch ends' saves."""
     total = sum(seconds.values())
     out = []
     if total <= 0:
@@ -79,27 +82,44 @@ def prescribe(seconds, bound, cores=0, workers=0, threads=1, checkpoints=0, eval
         waited = seconds.get("data", 0.0)
         out.append(f"waiting for data took {waited:.2f} s of {total:.2f} s: fed as fast as its "
                    f"steps ran, the run would take up to {100.0 * waited / total:.0f}% less time")
-        if workers == 0 and steps > 0 and cores > 1 and seconds.get("compute", 0.0) > 0:
+        step = seconds.get("compute", 0.0) / steps if steps > 0 else 0.0
+        if workers == 0 and step > 0 and cores > 1:
             # No workers: each batch loads on the training thread while the steps wait, whatever
             # the cores. Measured: a batch's load (the wait) against a step; the workers that
-            # would keep up, with a core each, and the threads that leaves the steps.
-            load, step = waited / steps, seconds["compute"] / steps
+            # would keep up, with a core each, the threads that leaves the steps, and the time a
+            # batch would then take (the slower of the two) if the steps kept their speed.
+            load = waited / steps
             need = max(1, math.ceil(load / step))
             k = min(cores - 1, need)
             t = min(threads, cores - k)
+            gain = 1.0 - max(load / k, step) / (load + step)
             keeps = (f"{k} keep(s) up with the steps" if k == need else
                      f"{need} would keep up: with {k} the loader stays the bound, at about "
                      f"{load / k:.3f} s a batch")
-            out.append(f"the batches load on the training thread between the steps (0 workers): "
-                       f"{load:.3f} s a batch against {step:.3f} s a step; --workers {k} "
-                       f"--threads {t} loads them beside the steps ({keeps})")
+            if gain >= WORTH_IT:
+                out.append(f"the batches load on the training thread between the steps (0 "
+                           f"workers): {load:.3f} s a batch against {step:.3f} s a step; "
+                           f"--workers {k} --threads {t} loads them beside the steps ({keeps}; "
+                           f"about {100.0 * gain:.0f}% less time if the steps keep their speed)")
         elif cores > 0 and idle > 0:
             out.append(f"{idle} of the {cores} core(s) are idle ({workers} worker(s), {threads} "
                        f"thread(s)): --workers {workers + idle} gives the loader those cores")
         elif cores > 0:
-            out.append(f"the {cores} core(s) are all in use ({workers} worker(s), {threads} "
-                       "thread(s)): more workers would take cores from the steps; make each "
-                       "sample cheaper to load")
+            # Every core is counted as taken, but a step that runs a small share of each batch's
+            # time leaves its thread(s) idle the rest: one more worker would use them. Measured:
+            # a batch every `period` from `workers` workers, against the step.
+            period = (waited + seconds.get("compute", 0.0)) / steps if steps > 0 else 0.0
+            gain = (1.0 - max(period * workers / (workers + 1), step) / period
+                    if workers > 0 and step > 0 and period > 0 else 0.0)
+            if step < 0.5 * period and gain >= WORTH_IT:
+                out.append(f"the steps run {100.0 * step / period:.0f}% of the time ({step:.3f} s "
+                           f"a step, a batch every {period:.3f} s from {workers} worker(s)), so "
+                           f"their thread(s) idle the rest: --workers {workers + 1} uses them "
+                           f"(about {100.0 * gain:.0f}% less time if each worker keeps its rate)")
+            else:
+                out.append(f"the {cores} core(s) are all in use ({workers} worker(s), {threads} "
+                           "thread(s)): more workers would take cores from the steps; make each "
+                           "sample cheaper to load")
         if cheaper is not None and cheaper.dl_ms < (1.0 - WORTH_IT) * cheaper.own_ms:
             out.append(f"dl_loader (dl-train's pipeline: only the crop decoded, at its scale) "
                        f"loads a sample in {cheaper.dl_ms:.2f} ms against {cheaper.own_ms:.2f} ms "
@@ -110,9 +130,11 @@ def prescribe(seconds, bound, cores=0, workers=0, threads=1, checkpoints=0, eval
         out.append(f"{idle} of the {cores} core(s) are idle ({workers} worker(s), {threads} "
                    f"thread(s)): --threads {threads + idle} gives the steps those cores")
     elif bound == "checkpoint-bound" and checkpoints > 0:
-        each = seconds.get("checkpoint", 0.0) / checkpoints
+        spent = seconds.get("checkpoint", 0.0) if checkpoint_seconds is None else checkpoint_seconds
+        each = spent / checkpoints
         every = checkpoint_interval_for(each)
-        out.append(f"{checkpoints} checkpoint(s) took {each:.2f} s each: saving every {every} "
+        out.append(f"{checkpoints} checkpoint(s) inside the epochs took {each:.2f} s each: saving "
+                   f"every {every} "
                    f"or less often (checkpoint-every = {every}: --checkpoint-every {every}, "
                    f"TrainingState(checkpoint_every=\"{every}\")) keeps them near "
                    f"{100.0 * WORTH_IT:.0f}% of the time")
@@ -136,6 +158,7 @@ class Clock:
         self._step_start = None
         self._last_end = None  # the previous step's end, while the gap after it is data's
         self.marks = dict.fromkeys(MARKABLE, 0)  # how many times each phase was marked
+        self.inside_saves, self.inside_save_seconds = 0, 0.0  # checkpoint_every's writes
 
     def step_begins(self):
         t = self.now()
@@ -164,6 +187,11 @@ class Clock:
         self.marks[name] += 1
         self._last_end = self.now() if self.steps else None
 
+    def saved_inside_epoch(self, seconds):
+        """A write checkpoint_every made between two steps (TrainingState.batches)."""
+        self.inside_saves += 1
+        self.inside_save_seconds += seconds
+
     def breakdown(self):
         """{phase: seconds} since the first step, "other" what no phase holds."""
         out = dict(self.seconds)
@@ -191,8 +219,8 @@ class Clock:
         rows.append(line)
         measured = cheaper() if cheaper is not None and name == "data-bound" else None
         rows += [f"  -> {p}" for p in prescribe(seconds, name, cores, workers, threads,
-                                                 self.marks["checkpoint"], self.marks["eval"],
-                                                 self.steps, measured)]
+                                                 self.inside_saves, self.marks["eval"],
+                                                 self.steps, measured, self.inside_save_seconds)]
         return "\n".join(rows)
 
 

@@ -263,11 +263,24 @@ class TimingTest(unittest.TestCase):
         self.assertEqual(timing.prescribe(data, "data-bound", 2, 0, 2, steps=20)[1],
                          "the batches load on the training thread between the steps (0 "
                          "workers): 0.200 s a batch against 0.300 s a step; --workers 1 "
-                         "--threads 1 loads them beside the steps (1 keep(s) up with the steps)")
+                         "--threads 1 loads them beside the steps (1 keep(s) up with the steps; "
+                         "about 40% less time if the steps keep their speed)")
         slow = {"data": 9.0, "compute": 1.0}
         self.assertIn("--workers 3 --threads 1 loads them beside the steps (9 would keep up: "
-                      "with 3 the loader stays the bound, at about 0.150 s a batch)",
+                      "with 3 the loader stays the bound, at about 0.150 s a batch; about 70% "
+                      "less time if the steps keep their speed)",
                       timing.prescribe(slow, "data-bound", 4, 0, 4, steps=20)[1])
+        # Hiding a 0.008 s step behind a 0.321 s load promises 2%: below 5%, not prescribed.
+        tiny = {"data": 0.321 * 20, "compute": 0.008 * 20}
+        self.assertEqual(len(timing.prescribe(tiny, "data-bound", 2, 0, 2, steps=20)), 1)
+        # One worker, one thread, all cores counted as taken, but the step runs 2% of each
+        # batch's time: its thread idles, and a second worker halves the wait.
+        self.assertEqual(timing.prescribe(tiny, "data-bound", 2, 1, 1, steps=20)[1],
+                         "the steps run 2% of the time (0.008 s a step, a batch every 0.329 s "
+                         "from 1 worker(s)), so their thread(s) idle the rest: --workers 2 uses "
+                         "them (about 50% less time if each worker keeps its rate)")
+        busy = {"data": 0.2 * 20, "compute": 0.3 * 20}
+        self.assertIn("all in use", timing.prescribe(busy, "data-bound", 2, 1, 1, steps=20)[1])
         compute = {"data": 0.1, "compute": 9.9}
         self.assertEqual(timing.prescribe(compute, "compute-bound", 4, 0, 1),
                          ["3 of the 4 core(s) are idle (0 worker(s), 1 thread(s)): --threads 4 "
@@ -275,11 +288,30 @@ class TimingTest(unittest.TestCase):
         self.assertEqual(timing.prescribe(compute, "compute-bound", 2, 0, 2), [])
         ckpt = {"checkpoint": 4.4, "compute": 5.6}
         self.assertEqual(timing.prescribe(ckpt, "checkpoint-bound", checkpoints=8),
-                         ["8 checkpoint(s) took 0.55 s each: saving every 11s or less often "
+                         ["8 checkpoint(s) inside the epochs took 0.55 s each: saving every "
+                          "11s or less often "
                           "(checkpoint-every = 11s: --checkpoint-every 11s, "
                           'TrainingState(checkpoint_every="11s")) keeps them near 5% of the '
                           "time"])
         self.assertEqual(timing.prescribe(ckpt, "checkpoint-bound"), [])  # none marked
+        # Only the writes inside the epochs set the interval: no interval removes the epoch
+        # ends' saves, so a run bound by those alone gets no interval to set.
+        self.assertIn("2 checkpoint(s) inside the epochs took 0.50 s each",
+                      timing.prescribe(ckpt, "checkpoint-bound", checkpoints=2,
+                                       checkpoint_seconds=1.0)[0])
+        t = [0.0]
+        clock = timing.Clock(now=lambda: t[0])
+        for _ in range(4):
+            clock.step_begins()
+            t[0] += 1.0
+            clock.step_ends()
+        began = clock.phase_begins("checkpoint")  # an epoch end's save(epoch + 1)
+        t[0] += 3.0
+        clock.phase_ends("checkpoint", began)
+        self.assertIn("\ncheckpoint-bound: ", clock.report(2, 0, 2))
+        self.assertNotIn("->", clock.report(2, 0, 2))
+        clock.saved_inside_epoch(0.5)
+        self.assertIn("-> 1 checkpoint(s) inside the epochs took 0.50 s each", clock.report(2, 0, 2))
         self.assertEqual(timing.checkpoint_interval_for(6.0), "2m")
         self.assertEqual(timing.checkpoint_interval_for(6.1), "3m")
         ev = {"eval": 6.0, "compute": 3.0, "checkpoint": 1.0}
@@ -300,6 +332,7 @@ class TimingTest(unittest.TestCase):
             for x, y in dl_plan.loader(DataLoader(Slow(), batch_size=4)):
                 with dl_plan.step():
                     model(x).sum().backward()
+                    time.sleep(0.03)  # a step worth hiding the 40 ms load behind
             with dl_plan.phase("eval"):
                 time.sleep(0.005)
             print(dl_plan.time_report(), file=sys.stderr)
@@ -439,6 +472,9 @@ class LoaderTest(unittest.TestCase):
         # Overrides win; PyTorch 1.13 refuses prefetch_factor without workers, so none is given.
         none = loading.dataloader_kwargs(p, data_set(), num_workers=0)
         self.assertEqual(none["num_workers"], 0)
+        self.assertNotIn("prefetch_factor", none)
+        self.assertNotIn("persistent_workers", none)
+        self.assertEqual(len(list(DataLoader(data_set(), **none))), 100 // 16)
         zero = plan_mod.read_plan({"DL_WORKERS": "0"})
         kw0 = loading.dataloader_kwargs(zero, data_set())
         self.assertNotIn("prefetch_factor", kw0)
