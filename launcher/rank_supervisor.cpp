@@ -60,8 +60,19 @@ struct Fd {
 struct Stream {
   Fd fd;
   int terminal_fd = STDOUT_FILENO;
-  std::string partial;  // a shown line not yet ended, when lines are prefixed
+  std::string partial;      // what the terminal has not had yet: a line not yet ended
+  std::string log_partial;  // the same for the log
 };
+
+// The end of the last whole line in `text` ('\n', or '\r': a progress bar's update is a line
+// too), or 0. Past kMaxHeld bytes without one, everything: a stream that never ends a line is
+// passed on as it comes.
+constexpr std::size_t kMaxHeld = 65536;
+std::size_t whole_lines(const std::string& text) {
+  const std::size_t at = text.find_last_of("\n\r");
+  if (at != std::string::npos) return at + 1;
+  return text.size() > kMaxHeld ? text.size() : 0;
+}
 
 struct Rank {
   const RankSpawn* spawn = nullptr;
@@ -134,8 +145,8 @@ void start_rank(const RankGroupSpec& spec, Rank& r, const sigset_t& old_mask) {
 }
 
 // The ranks' output: every byte to the log; a shown rank's to the terminal, stdout to stdout and
-// stderr to stderr, by whole lines with its prefix when lines are prefixed, else as it comes (a
-// progress bar's \r passes through).
+// stderr to stderr; by whole lines (a progress bar's \r ends one), with the rank's prefix when
+// lines are prefixed.
 class OutputPump {
  public:
   explicit OutputPump(bool prefix) : prefix_(prefix) {}
@@ -151,14 +162,26 @@ class OutputPump {
         finish(r, s);
         return false;
       }
-      write_fully(r.log.fd, buf, static_cast<std::size_t>(n));
+      // By whole lines, in the log as on the terminal: the rank's stdout and stderr come through
+      // two pipes, and a line written in two pieces (Python's print writes the text, then the
+      // newline) must not take in the other stream's line between them.
+      s.log_partial.append(buf, static_cast<std::size_t>(n));
+      const std::size_t lines = whole_lines(s.log_partial);
+      write_fully(r.log.fd, s.log_partial.data(), lines);
+      s.log_partial.erase(0, lines);
       if (r.spawn->shown) show(r, s, buf, static_cast<std::size_t>(n));
     }
   }
 
   void finish(const Rank& r, Stream& s) {
-    if (r.spawn->shown && prefix_ && !s.partial.empty()) {
-      emit(r, s, s.partial + "\n");
+    write_fully(r.log.fd, s.log_partial.data(), s.log_partial.size());
+    s.log_partial.clear();
+    if (r.spawn->shown && !s.partial.empty()) {
+      if (prefix_) {
+        emit(r, s, s.partial + "\n");
+      } else {
+        write_fully(s.terminal_fd, s.partial.data(), s.partial.size());
+      }
       s.partial.clear();
     }
     s.fd.reset();
@@ -167,7 +190,10 @@ class OutputPump {
  private:
   void show(const Rank& r, Stream& s, const char* data, std::size_t size) {
     if (!prefix_) {
-      write_fully(s.terminal_fd, data, size);
+      s.partial.append(data, size);
+      const std::size_t lines = whole_lines(s.partial);
+      write_fully(s.terminal_fd, s.partial.data(), lines);
+      s.partial.erase(0, lines);
       return;
     }
     s.partial.append(data, size);

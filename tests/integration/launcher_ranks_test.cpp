@@ -164,6 +164,29 @@ TEST_F(LauncherRanks, AScriptAloneIsLoggedAndAKillLosesNothingPrinted) {
   EXPECT_FALSE(contains(r.out, "[rank ")) << r.out;
 }
 
+// A line written in two pieces on stderr (Python's print: the text, then the newline) with a
+// stdout line between them stays two lines, in the log and on the terminal; a progress bar's \r
+// passes through, and a last line without its newline is kept.
+TEST_F(LauncherRanks, LinesOfStdoutAndStderrAreNotJoined) {
+  const std::string script = rank_script(
+      "printf 'resumed at batch 9' >&2; sleep 0.3; echo 'starting at step 8'; sleep 0.3; "
+      "printf '\\n' >&2; printf '10%%\\r20%%\\r'; sleep 0.3; printf 'no newline'\n");
+  const Result r =
+      run(launch({"--workspace", ws.path(), "--name", "lines", "--", script}), {}, kOuterVars);
+  ASSERT_EQ(r.code, 0) << show(r);
+  const std::string log = read_file(ws / "runs/lines/rank-0.log");
+  // Each a whole line: the stderr line is not broken by the stdout one.
+  EXPECT_TRUE(contains(log, "starting at step 8\n")) << log;
+  const std::size_t at = log.find("resumed at batch 9\n");
+  ASSERT_NE(at, std::string::npos) << log;
+  EXPECT_TRUE(at == 0 || log[at - 1] == '\n' || log[at - 1] == '\r') << log;
+  EXPECT_TRUE(contains(log, "10%\r20%\r")) << log;
+  EXPECT_TRUE(contains(log, "no newline")) << log;
+  EXPECT_TRUE(contains(r.err, "resumed at batch 9\n")) << r.err;
+  EXPECT_TRUE(contains(r.out, "starting at step 8\n")) << r.out;
+  EXPECT_TRUE(contains(r.out, "no newline")) << r.out;
+}
+
 TEST_F(LauncherRanks, EveryRankGetsTheContractAndItsShare) {
   const std::string script = rank_script("");
   const Result r = run(launch({"--workspace", ws.path(), "--name", "r1", "--nproc-per-node", "2",
