@@ -11,6 +11,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <fmt/format.h>
 #include <spdlog/spdlog.h>
 #include <algorithm>
 #include <cerrno>
@@ -242,9 +243,14 @@ class Group {
     failure_ = r.code;
     end_.failed_rank = r.spawn->global_rank;
     end_.cause = describe_end(status);
-    spdlog::error(
-        "rank {} {}; its log: {}; stopping the other ranks (SIGTERM, SIGKILL after {:g} s)",
-        r.spawn->global_rank, describe_end(status), r.log_path, spec_.grace_seconds);
+    // Alone, the rank has no others to stop (what it started goes with its group, unannounced).
+    const std::string others =
+        ranks_.size() > 1
+            ? fmt::format("; stopping the other ranks (SIGTERM, SIGKILL after {:g} s)",
+                          spec_.grace_seconds)
+            : "";
+    spdlog::error("rank {} {}; its log: {}{}", r.spawn->global_rank, describe_end(status),
+                  r.log_path, others);
     signal_all(SIGTERM);
     arm_kill();
   }
