@@ -236,6 +236,7 @@ class TrainingState:
             checkpoint_every, source = _config().raw("checkpoint-every", os.environ) or ("0", "")
         self.checkpoint_every = _every.parse(checkpoint_every, source)
         self._last_save = time.perf_counter()
+        self.save_seconds = 0.0  # spent in save() so far: a loop's timing can leave it out
         self.epoch = 0  # the epoch in progress (or next), 0-based: whole epochs done
         self.step = 0  # batches of it done
         self.global_step = 0  # batches trained in all, across epochs and restarts
@@ -305,6 +306,7 @@ class TrainingState:
                 write_atomically(self.state_dict(epoch, step, **extra), written)
             finally:
                 _timing.CLOCK.phase_ends("checkpoint", began)
+                self.save_seconds += _timing.CLOCK.now() - began
         self._last_save = time.perf_counter()
         if barrier:
             self._barrier()

@@ -364,21 +364,23 @@ def make_model(name, info, workspace):
 
 
 class TimedIterator:
-    """Wraps a DataLoader iterator; accumulates the seconds spent blocked in __next__."""
+    """Wraps a DataLoader iterator; accumulates the seconds spent blocked in __next__, less those
+    `excluded()` grew by meanwhile (TrainingState's saves after a step: checkpoint-every's)."""
 
-    def __init__(self, it):
+    def __init__(self, it, excluded=lambda: 0.0):
         self.it = it
         self.wait = 0.0
+        self.excluded = excluded
 
     def __iter__(self):
         return self
 
     def __next__(self):
-        t0 = time.perf_counter()
+        t0, x0 = time.perf_counter(), self.excluded()
         try:
             return next(self.it)
         finally:
-            self.wait += time.perf_counter() - t0
+            self.wait += time.perf_counter() - t0 - (self.excluded() - x0)
 
 
 class Ranks:
@@ -531,7 +533,8 @@ class OptimizedTrainer:
         t_iter = time.perf_counter()
         # The epoch's batches (set_epoch: DistributedSampler's shuffle), a resumed epoch's from
         # the next one on; after each step, a stop signal saves last.pt and ends the process.
-        it = TimedIterator(iter(self.state.batches(epoch, limit=cfg.limit_batches or None)))
+        it = TimedIterator(iter(self.state.batches(epoch, limit=cfg.limit_batches or None)),
+                           lambda: self.state.save_seconds)
         loader_start = time.perf_counter() - t_iter
         start = time.perf_counter()
         loss_sum, correct, seen = 0.0, 0, 0
