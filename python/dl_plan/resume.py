@@ -231,7 +231,7 @@ class TrainingState:
         self.run_dir = run_dir if run_dir is not None else self.plan.run_dir
         # last.pt between epoch ends too (dl-train's --checkpoint-every): given, else the
         # setting (DL_CHECKPOINT_EVERY, the config file's line), else epoch ends only.
-        source = "checkpoint-every"
+        source = "TrainingState(checkpoint_every=...)"
         if checkpoint_every is None:
             checkpoint_every, source = _config().raw("checkpoint-every", os.environ) or ("0", "")
         self.checkpoint_every = _every.parse(checkpoint_every, source)
