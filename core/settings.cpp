@@ -227,8 +227,18 @@ std::map<std::string, int> key_lines(const std::string& text, const std::string&
     // As Boost reads it: '#' starts a comment anywhere; [section] lines prefix the keys after
     // them, which no setting has (Boost names the prefixed key).
     const std::string line = trim(raw.substr(0, raw.find('#')));
-    if (line.empty() || line.front() == '[') continue;
+    if (line.empty()) continue;
     const std::string at = "config file " + path + ":" + std::to_string(n) + ": ";
+    if (line.front() == '[') {
+      // Refused here rather than by Boost: its message for a bad line substitutes the line into
+      // placeholders and loops forever on one that holds "%invalid_line%" (found by
+      // tests/fuzz/settings_fuzz).
+      if (line.back() != ']') {
+        throw UserError(exit_code::kBadConfig,
+                        at + "expected a key = value line or a [section], got '" + line + "'");
+      }
+      continue;
+    }
     const auto eq = line.find('=');
     if (eq == std::string::npos) {
       throw UserError(exit_code::kBadConfig,
@@ -301,6 +311,14 @@ bool Layers::add_config_file(const std::string& path, bool required) {
   } catch (const po::unknown_option& e) {
     throw UserError(exit_code::kBadConfig, "config file " + path + ": unknown key '" +
                                                e.get_option_name() + "'; see --help for the keys");
+  } catch (const po::error_with_option_name& e) {
+    // Not e.what(): Boost substitutes the file's text into its placeholders, and a value that
+    // holds a placeholder's name ("%canonical_option%") makes it loop forever.
+    const std::string name = e.get_option_name();
+    throw UserError(exit_code::kBadConfig,
+                    "config file " + path + ": " +
+                        (name.empty() ? "a line" : "the line of '" + name + "'") +
+                        " cannot be read; expected key = value lines");
   } catch (const po::error& e) {
     throw UserError(exit_code::kBadConfig,
                     "config file " + path + ": " + e.what() + "; expected key = value lines");

@@ -202,16 +202,22 @@ std::uint16_t skip_entry(const Table& t, unsigned v) {
   return static_cast<std::uint16_t>(used == 0 ? 0 : used | (moved << 5));
 }
 
-void build_table(const JHUFF_TBL& h, bool ac, Table* t) {
+// Builds the decoding tables of `h`; false for a table libjpeg refuses (jdhuff.c's
+// jpeg_make_d_derived_tbl: more than 256 codes, codes that overflow their length, a DC symbol
+// above 15), which is then left to libjpeg's own decoder to refuse. Checked here too because
+// this decoder replaces libjpeg's before libjpeg has built (and checked) the table.
+bool build_table(const JHUFF_TBL& h, bool ac, Table* t) {
   if (t->built && t->ac == ac && std::memcmp(t->source_bits, h.bits, sizeof(t->source_bits)) == 0 &&
       std::memcmp(t->source_huffval, h.huffval, sizeof(t->source_huffval)) == 0) {
-    return;
+    return true;
   }
+  t->built = false;
   int huffsize[257];
   unsigned huffcode[257];
   int p = 0;
   for (int l = 1; l <= 16; ++l) {
-    for (int i = 0; i < h.bits[l] && p < 256; ++i) huffsize[p++] = l;
+    if (p + h.bits[l] > 256) return false;
+    for (int i = 0; i < h.bits[l]; ++i) huffsize[p++] = l;
   }
   huffsize[p] = 0;
   const int count = p;
@@ -220,8 +226,14 @@ void build_table(const JHUFF_TBL& h, bool ac, Table* t) {
   p = 0;
   while (huffsize[p]) {
     while (huffsize[p] == si) huffcode[p++] = code++;
+    if (code >= (1u << si)) return false;  // no code of all ones (libjpeg's rule)
     code <<= 1;
     ++si;
+  }
+  if (!ac) {
+    for (int i = 0; i < count; ++i) {
+      if (h.huffval[i] > 15) return false;
+    }
   }
   p = 0;
   for (int l = 1; l <= 16; ++l) {
@@ -262,6 +274,7 @@ void build_table(const JHUFF_TBL& h, bool ac, Table* t) {
   std::memcpy(t->source_huffval, h.huffval, sizeof(t->source_huffval));
   t->ac = ac;
   t->built = true;
+  return true;
 }
 
 inline std::uint64_t load_be64(const std::uint8_t* p) {
@@ -669,8 +682,13 @@ bool install_entropy_decoder(jpeg_decompress_struct* cinfo, const std::uint8_t* 
     Block& blk = d.blocks[b];
     const int dc_no = comp->dc_tbl_no & 3;
     const int ac_no = comp->ac_tbl_no & 3;
-    if (!built[dc_no]) build_table(*cinfo->dc_huff_tbl_ptrs[dc_no], false, &d.tables[dc_no]);
-    if (!built[4 + ac_no]) build_table(*cinfo->ac_huff_tbl_ptrs[ac_no], true, &d.tables[4 + ac_no]);
+    if (!built[dc_no] && !build_table(*cinfo->dc_huff_tbl_ptrs[dc_no], false, &d.tables[dc_no])) {
+      return false;
+    }
+    if (!built[4 + ac_no] &&
+        !build_table(*cinfo->ac_huff_tbl_ptrs[ac_no], true, &d.tables[4 + ac_no])) {
+      return false;
+    }
     built[dc_no] = built[4 + ac_no] = true;
     blk.dc = &d.tables[dc_no];
     blk.ac = &d.tables[4 + ac_no];
