@@ -122,6 +122,27 @@ class ScriptProbe : public ::testing::Test {
     return p.wait(kTimeout);
   }
 
+  // The largest that fits (a noisy rate on a busy CPU would otherwise pick a smaller batch) with a
+  // real out-of-memory above batch 40 where TEST_WHAT puts it: the search lands in 32-40, and a
+  // trial saw the out-of-memory.
+  void expect_search_stops_below_the_oom(const std::string& what) {
+    const Result r = launch({"--dry-run", "--json", "--workers", "0", "--batch-objective",
+                             "largest", "--memory-budget", "8GiB", "--", kPython, "mytrain.py"},
+                            {{"TEST_WHAT", what}, {"TEST_MIB", "1"}});
+    ASSERT_EQ(r.code, 0) << show(r);
+    const JsonValue plan = plan_json(r);  // held: find() points into it
+    const JsonValue* search = plan.find("batch_search");
+    ASSERT_TRUE(search != nullptr && search->is_object()) << r.out;
+    const std::int64_t batch = search->get_i64("batch", 0);
+    EXPECT_GE(batch, 32) << r.err;
+    EXPECT_LE(batch, 40) << r.err;
+    bool saw_oom = false;
+    for (const auto& trial : search->find("trials")->items()) {
+      saw_oom |= trial.get_bool("out_of_memory", 0);
+    }
+    EXPECT_TRUE(saw_oom) << r.out;
+  }
+
   // One probe of the script run directly, as dl-launch runs it; the result line's JSON.
   JsonValue direct_probe(const std::string& kind, const EnvVars& extra) {
     const std::string result = parent_.path() + "/direct-" + kind + ".jsonl";
@@ -260,41 +281,16 @@ TEST_F(ScriptProbe, BatchSearchOverTheScriptsOwnStepFindsTheKnownAnswer) {
 }
 
 TEST_F(ScriptProbe, OutOfMemoryInsideTheStepIsAnAnswerNotAFailure) {
-  // The largest that fits: a noisy rate on a busy CPU would otherwise pick a smaller batch.
-  const Result r = launch({"--dry-run", "--json", "--workers", "0", "--batch-objective", "largest",
-                           "--memory-budget", "8GiB", "--", kPython, "mytrain.py"},
-                          {{"TEST_WHAT", "oom-above-40"}, {"TEST_MIB", "1"}});
-  ASSERT_EQ(r.code, 0) << show(r);
-  const JsonValue plan = plan_json(r);  // held: find() points into it
-  const JsonValue* search = plan.find("batch_search");
-  ASSERT_TRUE(search != nullptr && search->is_object()) << r.out;
-  const std::int64_t batch = search->get_i64("batch", 0);
-  EXPECT_GE(batch, 32) << r.err;
-  EXPECT_LE(batch, 40) << r.err;
-  bool saw_oom = false;
-  for (const auto& t : search->find("trials")->items()) saw_oom |= t.get_bool("out_of_memory", 0);
-  EXPECT_TRUE(saw_oom) << r.out;
+  expect_search_stops_below_the_oom("oom-above-40");
 }
 
 // dl-train's probe ends with a validation forward, and so does a script's step probe: a batch
 // whose training step fits but whose evaluation does not is not chosen.
 TEST_F(ScriptProbe, ABatchWhoseValidationRunsOutOfMemoryIsNotChosen) {
-  const Result r = launch({"--dry-run", "--json", "--workers", "0", "--batch-objective", "largest",
-                           "--memory-budget", "8GiB", "--", kPython, "mytrain.py"},
-                          {{"TEST_WHAT", "eval-oom-above-40"}, {"TEST_MIB", "1"}});
-  ASSERT_EQ(r.code, 0) << show(r);
-  const JsonValue plan = plan_json(r);
-  const JsonValue* search = plan.find("batch_search");
-  ASSERT_TRUE(search != nullptr && search->is_object()) << r.out;
-  const std::int64_t batch = search->get_i64("batch", 0);
-  EXPECT_GE(batch, 32) << r.err;
-  EXPECT_LE(batch, 40) << r.err;
-  bool saw_oom = false;
-  for (const auto& t : search->find("trials")->items()) saw_oom |= t.get_bool("out_of_memory", 0);
-  EXPECT_TRUE(saw_oom) << r.out;
+  expect_search_stops_below_the_oom("eval-oom-above-40");
   // The probe's answer says the validation ran (a direct probe at a size that fits).
-  const JsonValue fits = direct_probe("step", {{"DL_BATCH_SIZE", "8"}, {"DL_WORKERS", "0"},
-                                               {"TEST_WHAT", "eval-oom-above-40"}});
+  const JsonValue fits = direct_probe(
+      "step", {{"DL_BATCH_SIZE", "8"}, {"DL_WORKERS", "0"}, {"TEST_WHAT", "eval-oom-above-40"}});
   EXPECT_TRUE(fits.get_bool("fits", false));
   EXPECT_TRUE(fits.get_bool("validated", false));
 }

@@ -187,6 +187,24 @@ void set_box(JpegRegion* region, const Block& block, int scale) {
   region->box_right = std::min<double>(region->cols, (w.left + w.width) * k - block.left);
 }
 
+// What the header allows, before jpeg_start_decompress allocates for it (a progressive file's
+// coefficients for the whole image) and before the window buffer: kDecoded to go on, with the
+// coefficients' bytes, else the outcome to return.
+JpegOutcome header_allows(jpeg_decompress_struct& cinfo, std::int64_t max_pixels,
+                          JpegRegion* region, std::uint64_t* coefficients) {
+  if (static_cast<std::int64_t>(cinfo.image_width) * static_cast<std::int64_t>(cinfo.image_height) >
+      max_pixels) {
+    return JpegOutcome::kTooLarge;
+  }
+  if (!supported(cinfo)) return JpegOutcome::kNotHandled;
+  *coefficients = coefficient_bytes(cinfo);
+  if (*coefficients > kMaxDecodeBytes) {
+    region->memory_needed = *coefficients;
+    return JpegOutcome::kTooMuchMemory;
+  }
+  return JpegOutcome::kDecoded;
+}
+
 }  // namespace
 
 bool jpeg_region_available() {
@@ -211,22 +229,11 @@ JpegOutcome decode_jpeg_window(const std::uint8_t* data, std::size_t size, int c
   cinfo.progress = &errors.progress;
   jpeg_mem_src(&cinfo, data, static_cast<unsigned long>(size));
   jpeg_read_header(&cinfo, TRUE);
-  // The header's size, before jpeg_start_decompress allocates for it (a progressive file's
-  // coefficients for the whole image) and before the window buffer below.
-  if (static_cast<std::int64_t>(cinfo.image_width) * static_cast<std::int64_t>(cinfo.image_height) >
-      max_pixels) {
+  std::uint64_t coefficients = 0;
+  const JpegOutcome allowed = header_allows(cinfo, max_pixels, region, &coefficients);
+  if (allowed != JpegOutcome::kDecoded) {
     jpeg_destroy_decompress(&cinfo);
-    return JpegOutcome::kTooLarge;
-  }
-  if (!supported(cinfo)) {
-    jpeg_destroy_decompress(&cinfo);
-    return JpegOutcome::kNotHandled;
-  }
-  const std::uint64_t coefficients = coefficient_bytes(cinfo);
-  if (coefficients > kMaxDecodeBytes) {
-    jpeg_destroy_decompress(&cinfo);
-    region->memory_needed = coefficients;
-    return JpegOutcome::kTooMuchMemory;
+    return allowed;
   }
   // Grey JPEGs stay one channel (the transform replicates it); colour ones become RGB or luma.
   const bool grey = channels == 1 || cinfo.jpeg_color_space == JCS_GRAYSCALE;

@@ -12,8 +12,8 @@ namespace dl::test {
 namespace {
 
 using dl::CheckpointEvery;
-using train::EpochPosition;
 using dl::parse_checkpoint_every;
+using train::EpochPosition;
 
 TEST(CheckpointEvery, ParsesStepsAndTimes) {
   EXPECT_EQ(parse_checkpoint_every("500")->steps, 500);

@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "data/file_list_source.h"
 #include "core/checkpoint_every.h"
+#include "data/file_list_source.h"
 
 namespace dl::train {
 
