@@ -11,6 +11,8 @@
 #     samples/s at each precision's largest batch;
 #   * dl-train itself on CUDA (fp16, then auto precision with an injected out-of-memory) and the
 #     unit tests, where the C++ ABI lets dl-train link (see below);
+#   * the time breakdown's GPU columns: the copy and the optimizer timed on CUDA events (their
+#     shares in metrics.csv, the phases adding up to the epoch), and its cost, off against on;
 #   * dl-launch's batch-size search over a user's own script's step probes (dl_plan, the peak
 #     reserved memory per batch, the answer), then that script at the answer with validation;
 #   * dl_loader (the Python module over the loader, pinned buffers) feeding a ResNet-50 fp16 step
@@ -236,6 +238,33 @@ PY
   else
     failed=1; rows+=("| dl-train fp16 on CUDA | FAIL | log $logs/train-fp16.log |")
   fi
+  # The time breakdown on CUDA events: the fp16 run's copy and optimizer have columns of their
+  # own (the host's clock would have left them in compute), and the phases add up to the epoch.
+  # Then its cost: the same run with the breakdown off and on, alternated, 3 times each.
+  say "== dl-train time breakdown on CUDA events"
+  breakdown=$("$python" - "$build/gpu_check_ws/train-fp16/runs/r/metrics.csv" <<'PY'
+import csv, sys
+row = list(csv.DictReader(open(sys.argv[1])))[-1]
+phases = {k[5:-2]: float(v) for k, v in row.items() if k.startswith("time_") and k.endswith("_s")}
+total, epoch = sum(phases.values()), float(row["epoch_seconds"])
+shares = " ".join(f"{k}_{100 * v / total:.0f}%" for k, v in phases.items() if v > 0)
+ok = phases["copy"] > 0 and phases["optimizer"] > 0 and abs(total - epoch) <= 0.02 * epoch + 0.01
+print(("ok " if ok else "FAIL ") + shares)
+PY
+  ) || breakdown="FAIL metrics.csv unreadable"
+  rows+=("| dl-train time breakdown on CUDA events | ${breakdown%% *} | ${breakdown#* } |")
+  [ "${breakdown%% *}" = ok ] || failed=1
+  rates_off=() rates_on=()
+  for i in 1 2 3; do
+    for mode in false true; do
+      train_run "breakdown-$mode-$i" "" --precision fp16 --time-breakdown "$mode" >/dev/null || true
+      rate=$(grep -o 'epoch 1/1: .*| [0-9.]* s, [0-9]* samples/s' "$logs/breakdown-$mode-$i.log" |
+        grep -o '[0-9]* samples/s' | grep -o '[0-9]*' | tail -1)
+      if [ "$mode" = false ]; then rates_off+=("${rate:-0}"); else rates_on+=("${rate:-0}"); fi
+    done
+  done
+  median() { printf '%s\n' "$@" | sort -n | sed -n 2p; }
+  rows+=("| time breakdown's cost on CUDA (fp16 CNN, medians of 3) | ok | off $(median "${rates_off[@]}") samples/s, on $(median "${rates_on[@]}") samples/s |")
   say "== dl-train auto precision, injected out-of-memory"
   if train_run train-oom DL_FAULT_OOM_ABOVE=32 && grep -q "continuing with 2 micro-batches of 32" "$logs/train-oom.log"; then
     rows+=("| dl-train auto precision + injected OOM on CUDA | ok | $(grep -o 'precision [a-z0-9]* ([^)]*)' "$logs/train-oom.log" | head -1); halved to 2 x 32 |")

@@ -153,6 +153,7 @@ StepResult StepRunner::train(const at::Tensor& images, const at::Tensor& labels)
   }
   const auto optimizing =
       timed_ ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point();
+  if (gpu_clock_ != nullptr) gpu_clock_->mark(StepMark::kBackwardDone);
   try {
     // Clipping needs the true gradients: unscale first (a no-op without loss scaling). In a
     // distributed run they are already the average over the ranks, so every rank clips, skips
@@ -167,6 +168,7 @@ StepResult StepRunner::train(const at::Tensor& images, const at::Tensor& labels)
                     "out of memory in the optimizer step on " + device_.str() +
                         " (its state is allocated at the first step): the model does not fit");
   }
+  if (gpu_clock_ != nullptr) gpu_clock_->mark(StepMark::kOptimized);
   if (timed_) {
     r.optimizer_seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - optimizing).count();

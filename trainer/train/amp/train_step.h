@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "model/model.h"
+#include "train/amp/gpu_phase_clock.h"
 #include "train/amp/grad_scaler.h"
 #include "train/amp/micro_batch.h"
 #include "train/amp/precision.h"
@@ -75,6 +76,10 @@ class StepRunner {
   // Time the optimizer's part of each step (StepResult::optimizer_seconds): two clock reads.
   void set_timed(bool timed) { timed_ = timed; }
 
+  // On a GPU: mark where the backward ends and the optimizer's step ends on `clock` (the caller
+  // marks the step's start and copy). Null: not marked.
+  void set_gpu_clock(GpuPhaseClock* clock) { gpu_clock_ = clock; }
+
  private:
   // The batch in micro-batches: the forward of each, and in training its backward, the
   // gradients accumulating so that the pieces' sum to the batch's.
@@ -93,6 +98,7 @@ class StepRunner {
   MicroBatching micro_;
   StepSync* sync_ = nullptr;
   bool timed_ = false;
+  GpuPhaseClock* gpu_clock_ = nullptr;
 };
 
 }  // namespace dl::train

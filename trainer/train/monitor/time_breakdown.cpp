@@ -99,8 +99,9 @@ std::string breakdown_table(const TimeBreakdown& t) {
   const double total = t.total();
   std::string out = fmt::format("  {:<12}{:>10}{:>8}\n", "phase", "seconds", "share");
   for (const Phase p : kAll) {
-    // The phases that took time (the copy and the optimizer are not timed apart on a GPU or
-    // under --time-breakdown false; a single process exchanges nothing).
+    // The phases that took time (the copy and the optimizer are not timed apart under
+    // --time-breakdown false, nor on a GPU by a dl-train without CUDA events; a single process
+    // exchanges nothing).
     if (!(t[p] > 0) && p != Phase::kData && p != Phase::kCompute) continue;
     out += fmt::format("  {:<12}{:>10.2f}{:>7.1f}%  {}\n", phase_name(p), t[p],
                        total > 0 ? 100.0 * t[p] / total : 0.0, phase_label(p));

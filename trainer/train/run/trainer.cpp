@@ -231,7 +231,9 @@ TrainedEpoch train_epoch(TrainingRun& run, int epoch, double lr) {
     if (batch->n() == 0 && alone) continue;
     const auto stepping = Clock::now();
     at::Tensor images, labels;
+    if (run.gpu_clock) run.gpu_clock->mark(StepMark::kStart);
     run.feed->upload(std::move(*batch), &images, &labels);
+    if (run.gpu_clock) run.gpu_clock->mark(StepMark::kCopied);
     if (copy_timed) trained.time[Phase::kCopy] += seconds_since(stepping);
     seed_step(run);
     const StepResult step = run.runner->train(images, labels);
@@ -265,11 +267,19 @@ TrainedEpoch train_epoch(TrainingRun& run, int epoch, double lr) {
   if (alone) trained.stop_signal = stop_signal();
   if (run.dist_step) trained.comm_wait_seconds = run.dist_step->wait_seconds() - comm_before;
   trained.seconds = seconds_since(start);
-  // Forward and backward: the steps less their copy, optimizer and exchange wait (on a GPU, the
-  // copy and the optimizer stay in it: the host's clock would see only their queueing).
+  // Forward and backward: the steps less their copy, optimizer and exchange wait. On a GPU the
+  // host's clock sees only their queueing: the steps' time less the exchange wait is split as
+  // the CUDA events saw the stream spend it (take() waits for the last step: the epoch's totals
+  // are read back next anyway).
   TimeBreakdown& t = trained.time;
   t[Phase::kData] = trained.data_wait_seconds;
   t[Phase::kExchange] = trained.comm_wait_seconds;
+  if (run.gpu_clock) {
+    const StepSplit split =
+        split_step_seconds(trained.step_seconds - t[Phase::kExchange], run.gpu_clock->take());
+    t[Phase::kCopy] = split.copy;
+    t[Phase::kOptimizer] = split.optimizer;
+  }
   t[Phase::kCompute] = std::max(
       0.0, trained.step_seconds - t[Phase::kCopy] - t[Phase::kOptimizer] - t[Phase::kExchange]);
   // On the CPU a write beside training takes cores from the steps (on a GPU it takes none from

@@ -601,8 +601,13 @@ TrainingRun::TrainingRun(const TrainConfig& cfg)
   }
   runner = std::make_unique<StepRunner>(*net, *optimizer, params, *scaler, precision.precision,
                                         device, config.clip_norm, micro);
-  // On a GPU the host's clock sees the time to queue the optimizer's work, not to run it.
+  // On a GPU the host's clock sees the time to queue the optimizer's work, not to run it: CUDA
+  // events on the stream time the copy, compute and optimizer there.
   runner->set_timed(config.time_breakdown && !device.is_cuda());
+  if (config.time_breakdown && device.is_cuda() && GpuPhaseClock::available()) {
+    gpu_clock = std::make_unique<GpuPhaseClock>(device.has_index() ? device.index() : 0);
+    runner->set_gpu_clock(gpu_clock.get());
+  }
   if (world.group() != nullptr) attach_distributed_step(*this);
   make_loaders(*this, workers);
   if (world.writes() && config.checkpoint_every.enabled()) {

@@ -22,6 +22,7 @@
 #include "model/checkpoint.h"
 #include "model/model.h"
 #include "report/event_file.h"
+#include "train/amp/gpu_phase_clock.h"
 #include "train/amp/grad_scaler.h"
 #include "train/amp/precision.h"
 #include "train/amp/train_step.h"
@@ -72,6 +73,8 @@ struct TrainingRun {
   std::unique_ptr<GradScaler> scaler;
   std::unique_ptr<DistributedStep> dist_step;  // several ranks: gradients averaged over them
   std::unique_ptr<StepRunner> runner;
+  // On a GPU with the time breakdown on: the copy, compute and optimizer on CUDA events.
+  std::unique_ptr<GpuPhaseClock> gpu_clock;
   std::unique_ptr<data::Loader> train_loader;
   std::unique_ptr<data::Loader> val_loader;
   std::unique_ptr<report::EventFile> events;  // rank 0's TensorBoard scalars
