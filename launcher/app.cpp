@@ -343,6 +343,11 @@ void tune_user_program(const LaunchOptions& opts, Launch& launch) {
                 "; cores=" + std::to_string(t.max_workers);
 
   const ScriptTuning tuned = tune_script(t);
+  // The plan's data row: the size the program's own probe saw, where nothing else gave one.
+  if (!req.samples && tuned.data_samples > 0) {
+    req.samples = Sourced<std::int64_t>{tuned.data_samples,
+                                        "the program's step probe (its data set's length)"};
+  }
   launch.script_probe = tuned.record;
   launch.script_cache_key = t.cache_key;
   if (!tuned.record.speaks_protocol) {

@@ -102,6 +102,7 @@ ScriptTuning tune_script(const ScriptTuneRequest& request) {
         ScriptProbeOutcome outcome;
         ProbeResult r = run_step_probe(request.probe, size, &outcome);
         if (!outcome.handshake) throw NoHandshake{outcome.failure, outcome.failed_early};
+        if (outcome.samples > 0) t.data_samples = outcome.samples;
         if (outcome.samples > 0 &&
             (batch.search.max_batch == 0 || outcome.samples < batch.search.max_batch)) {
           batch.search.max_batch = outcome.samples;

@@ -141,6 +141,11 @@ class ScriptProbe : public ::testing::Test {
       saw_oom |= trial.get_bool("out_of_memory", 0);
     }
     EXPECT_TRUE(saw_oom) << r.out;
+    // The data set's size (Costly's 4096) came with the probes: the plan's data row knows it.
+    const JsonValue* data = plan.find("data");
+    ASSERT_TRUE(data != nullptr) << r.out;
+    EXPECT_EQ(data->get_i64("samples", 0), 4096) << r.out;
+    EXPECT_THAT(data->get_string("samples_source", ""), HasSubstr("step probe")) << r.out;
   }
 
   // One probe of the script run directly, as dl-launch runs it; the result line's JSON.
