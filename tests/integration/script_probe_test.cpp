@@ -142,7 +142,7 @@ class ScriptProbe : public ::testing::Test {
     }
     EXPECT_TRUE(saw_oom) << r.out;
     // The data set's size (Costly's 4096) came with the probes: the plan's data row knows it.
-    const JsonValue* data = plan.find("data");
+    const JsonValue* data = plan.find("plan")->find("data");
     ASSERT_TRUE(data != nullptr) << r.out;
     EXPECT_EQ(data->get_i64("samples", 0), 4096) << r.out;
     EXPECT_THAT(data->get_string("samples_source", ""), HasSubstr("step probe")) << r.out;
