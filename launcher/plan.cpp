@@ -227,7 +227,19 @@ Choice<int> plan_batch(const Facts& facts, const Request& req, const std::string
       }
     }
   }
-  if (!largest) reason += " (the largest, " + std::to_string(r.choice.largest) + ", is slower)";
+  if (!largest) {
+    // Slower only where measured: the largest's probe may have timed no steps.
+    double largest_rate = 0;
+    for (const auto& t : r.trials) {
+      if (t.batch == r.choice.largest && t.error.empty() && !t.out_of_memory) {
+        largest_rate = samples_per_second(t);
+      }
+    }
+    reason += " (the largest, " + std::to_string(r.choice.largest) +
+              (largest_rate > 0
+                   ? ", is slower: " + format_number(std::round(largest_rate)) + " samples/s)"
+                   : ", trains at an unmeasured rate)");
+  }
   if (search->max_batch > 0 && r.batch >= search->max_batch) {
     reason +=
         search->max_reason == "the data set" ? ", the whole data set" : ", " + search->max_reason;

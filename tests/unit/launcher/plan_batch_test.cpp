@@ -128,6 +128,26 @@ TEST(PlanBatchSearch, TheSearchedBatchIsChosenWithItsReason) {
   EXPECT_EQ(p.batch_search->result.trials.size(), 4u);
 }
 
+// The fastest-that-fits reason says the largest is slower only where its rate was measured (a
+// new user's trial read "is slower" beside a search line saying its rate was never measured).
+TEST(PlanBatchSearch, TheLargestIsCalledSlowerOnlyWhereMeasured) {
+  Request r = dl_train_request();
+  r.memory_budget = Sourced<std::uint64_t>{500 * MiB, "--memory-budget"};
+  BatchSearchRecord s = searched(32, 500 * MiB);
+  s.result.trials[1].step_seconds = 0.01;  // batch 32: 3200 samples/s
+  s.result.trials[2].batch = 312;          // the largest that fits: 312 samples/s
+  s.result.trials[2].step_seconds = 1.0;
+  s.result.choice.largest = 312;
+  EXPECT_TRUE(contains(make_plan(cpu_machine(), r, &s).batch_size.reason,
+                       "fastest that fits 500.0 MiB (from --memory-budget): peak 260.0 MiB, 3200 "
+                       "samples/s (the largest, 312, is slower: 312 samples/s)"))
+      << make_plan(cpu_machine(), r, &s).batch_size.reason;
+  s.result.trials[2].step_seconds = 0;  // its probe timed no step
+  EXPECT_TRUE(contains(make_plan(cpu_machine(), r, &s).batch_size.reason,
+                       "(the largest, 312, trains at an unmeasured rate)"))
+      << make_plan(cpu_machine(), r, &s).batch_size.reason;
+}
+
 TEST(PlanBatchSearch, CachedAnswerSaysSo) {
   Request r = dl_train_request();
   BatchSearchRecord s = searched(312, 500 * MiB);
