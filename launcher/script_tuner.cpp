@@ -30,9 +30,10 @@ struct NoHandshake {
 }
 
 // The samples/s the program's step takes at `batch`: from the search's trial at that size, else
-// from a step probe of its own (which is then the handshake). 0 where the step does not fit.
+// from a step probe of its own (which is then the handshake; it sets `samples` to the data set's
+// size where the module reported one). 0 where the step does not fit.
 double step_rate(const ScriptTuneRequest& request, const std::optional<BatchSearchRecord>& search,
-                 std::int64_t batch) {
+                 std::int64_t batch, std::int64_t* samples) {
   if (search) {
     for (const ProbeResult& t : search->result.trials) {
       if (t.batch == batch && t.error.empty() && !t.out_of_memory && t.step_seconds > 0) {
@@ -43,6 +44,7 @@ double step_rate(const ScriptTuneRequest& request, const std::optional<BatchSear
   ScriptProbeOutcome outcome;
   const ProbeResult r = run_step_probe(request.probe, batch, &outcome);
   if (!outcome.handshake) throw NoHandshake{outcome.failure, outcome.failed_early};
+  if (outcome.samples > 0) *samples = outcome.samples;
   if (!outcome.failure.empty()) probe_failed(outcome.failure);
   if (r.out_of_memory || !r.error.empty() || !(r.step_seconds > 0)) {
     spdlog::info("step probe at batch {}: no step time (it {}): the loader's best rate decides",
@@ -137,7 +139,7 @@ ScriptTuning tune_script(const ScriptTuneRequest& request) {
                    request.probe.command[0], at, request.max_workers);
       WorkerSearchOptions options;
       options.max_workers = request.max_workers;
-      options.consumer_rate = step_rate(request, t.batch, at);
+      options.consumer_rate = step_rate(request, t.batch, at, &t.data_samples);
       t.record.workers = search_workers(
           [&](int workers) {
             ScriptProbeOutcome outcome;

@@ -92,7 +92,9 @@ def prescribe(seconds, bound, cores=0, workers=0, threads=1, checkpoints=0, eval
             need = max(1, math.ceil(load / step))
             k = min(cores - 1, need)
             t = min(threads, cores - k)
-            gain = 1.0 - max(load / k, step) / (load + step)
+            # As a share of the whole run (validation and checkpoints included), like the line
+            # above: the time saved is at most the wait, so the promise never exceeds that bound.
+            gain = steps * (load + step - max(load / k, step)) / total
             keeps = (f"{k} keep(s) up with the steps" if k == need else
                      f"{need} would keep up: with {k} the loader stays the bound, at about "
                      f"{load / k:.3f} s a batch")
@@ -109,7 +111,7 @@ def prescribe(seconds, bound, cores=0, workers=0, threads=1, checkpoints=0, eval
             # time leaves its thread(s) idle the rest: one more worker would use them. Measured:
             # a batch every `period` from `workers` workers, against the step.
             period = (waited + seconds.get("compute", 0.0)) / steps if steps > 0 else 0.0
-            gain = (1.0 - max(period * workers / (workers + 1), step) / period
+            gain = (steps * (period - max(period * workers / (workers + 1), step)) / total
                     if workers > 0 and step > 0 and period > 0 else 0.0)
             if step < 0.5 * period and gain >= WORTH_IT:
                 out.append(f"the steps run {100.0 * step / period:.0f}% of the time ({step:.3f} s "

@@ -253,6 +253,8 @@ TEST_F(ScriptProbe, NoMoreWorkersThanTheStepTakes) {
   const JsonValue* workers = plan.find("plan")->find("workers");
   EXPECT_EQ(workers->get_i64("value", -1), 0) << r.out;
   EXPECT_THAT(workers->get_string("reason", ""), HasSubstr("the fewest that feed the step's "));
+  // Without a batch search, the calibration's step probe told the data set's size all the same.
+  EXPECT_EQ(plan.find("plan")->find("data")->get_i64("samples", 0), 4096) << r.out;
 }
 
 TEST_F(ScriptProbe, BatchSearchOverTheScriptsOwnStepFindsTheKnownAnswer) {

@@ -44,10 +44,17 @@ TEST(Prescription, PackingIsPrescribedFromTheUsersFilesTimedBothWays) {
   f.packed = data::PackedDecode{16, 256, 4.0, 1.0, 190.0, 20.0};
   auto lines = train::prescribe(f, train::verdict(f.time));
   ASSERT_EQ(lines.size(), 3u);
+  // The whole command, from the --data given (a workspace's data/ when none was).
+  f.data = "photos/train/";
+  lines = train::prescribe(f, train::verdict(f.time));
+  ASSERT_EQ(lines.size(), 3u);
   EXPECT_EQ(lines[2],
-            "dl-train pack --max-side 256 (then --data the folder of its shards): a "
-            "file loads in 1.00 ms against 4.00 ms as stored (4.0x faster; 20 KiB "
-            "against 190), measured on 16 of your files");
+            "dl-train pack --data photos/train --out photos/train-packed --max-side 256, then "
+            "--data photos/train-packed: a file loads in 1.00 ms against 4.00 ms as stored (4.0x "
+            "faster; 20 KiB against 190), measured on 16 of your files");
+  f.data.clear();
+  EXPECT_THAT(train::prescribe(f, train::verdict(f.time))[2],
+              HasSubstr("dl-train pack --data data --out data-packed --max-side 256, then "));
   // Packing that would not be 5% faster is not prescribed.
   f.packed->packed_ms = 3.9;
   EXPECT_EQ(train::prescribe(f, train::verdict(f.time)).size(), 2u);
@@ -72,9 +79,17 @@ TEST(Prescription, CheckpointsGetTheIntervalTheirWritesAllow) {
   EXPECT_EQ(train::checkpoint_interval_for(6.0), "2m");
   EXPECT_EQ(train::checkpoint_interval_for(6.1), "3m");
   EXPECT_EQ(train::checkpoint_interval_for(0.001), "1s");
-  // Held only by the epochs' ends: no interval to give.
+  // Held only by the epochs' ends: no interval to give, and the line says so (a new user's
+  // trial met a checkpoint-bound verdict with nothing under it); epochs unknown: nothing.
   f.checkpoint_writes = 0;
   EXPECT_TRUE(train::prescribe(f, train::verdict(f.time)).empty());
+  f.epochs = 2;
+  lines = train::prescribe(f, train::verdict(f.time));
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_EQ(lines[0],
+            "the checkpoints are the epoch ends' saves (2.50 s an epoch), which no "
+            "--checkpoint-every removes: longer epochs (more data, or a larger --limit-batches) "
+            "shift the balance");
 }
 
 TEST(Prescription, EvaluationIsWeighedAgainstTheTrainingStepsAlone) {
@@ -102,6 +117,15 @@ TEST(Prescription, AComputeBoundRunGetsTheIdleCoresAndNothingWhenAllAreInUse) {
   EXPECT_EQ(lines[0],
             "3 of the 4 core(s) are idle (0 worker(s), 1 thread(s)): --threads 4 gives the "
             "steps those cores");
+  // The start timed the step at 4 threads no faster than at 1: the idle cores are its answer.
+  f.step_seconds = {{1, 0.2396}, {4, 0.4346}};
+  const auto timed = train::prescribe(f, train::verdict(f.time));
+  ASSERT_EQ(timed.size(), 1u);
+  EXPECT_EQ(timed[0],
+            "3 of the 4 core(s) are idle, but the start timed a step at 4 thread(s) (434.6 ms) "
+            "no faster than at 1 (239.6 ms): more threads would not speed the steps up here");
+  f.step_seconds = {{1, 0.2396}, {4, 0.0800}};  // timed faster: the cores are prescribed
+  EXPECT_THAT(train::prescribe(f, train::verdict(f.time))[0], HasSubstr("--threads 4 gives"));
   f.cores = 0;  // unknown
   EXPECT_TRUE(train::prescribe(f, train::verdict(f.time)).empty());
 }

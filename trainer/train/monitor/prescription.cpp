@@ -36,21 +36,40 @@ void data_bound(const RunFigures& f, std::vector<std::string>& out) {
   }
   if (f.packed && f.packed->packed_ms < (1.0 - kWorthIt) * f.packed->stored_ms) {
     const data::PackedDecode& p = *f.packed;
+    // The whole command: the source as given ("": the workspace's data/), and a local shards
+    // folder named after it.
+    std::string source = f.data.empty() ? std::string("data") : f.data;
+    while (source.size() > 1 && source.back() == '/') source.pop_back();
+    const std::string shards =
+        source.find("://") == std::string::npos ? source + "-packed" : std::string("shards");
     out.push_back(fmt::format(
-        "dl-train pack --max-side {} (then --data the folder of its shards): a file loads in "
-        "{:.2f} ms against {:.2f} ms as stored ({:.1f}x faster; {:.0f} KiB against {:.0f}), "
-        "measured on {} of your files",
-        p.max_side, p.packed_ms, p.stored_ms, p.stored_ms / p.packed_ms, p.packed_kib, p.stored_kib,
-        p.files));
+        "dl-train pack --data {} --out {} --max-side {}, then --data {}: a file loads in {:.2f} "
+        "ms against {:.2f} ms as stored ({:.1f}x faster; {:.0f} KiB against {:.0f}), measured on "
+        "{} of your files",
+        source, shards, p.max_side, shards, p.packed_ms, p.stored_ms, p.stored_ms / p.packed_ms,
+        p.packed_kib, p.stored_kib, p.files));
   }
 }
 
 // Counted like the loader's cores: a compute-bound run that leaves cores idle gets them for its
-// steps (intra-op threads), which is what a smaller --threads than the cores costs.
+// steps (intra-op threads), which is what a smaller --threads than the cores costs. Unless the
+// start timed the step at that many threads and found it no faster: then the idle cores are the
+// measured answer, not a mistake (a new user's trial applied --threads 2 against the start's
+// 435 ms at 2 threads and 240 ms at 1, and ran 2.2x slower).
 void compute_bound(const RunFigures& f, std::vector<std::string>& out) {
   if (f.cores <= 0) return;
   const int idle = f.cores - f.workers - f.threads;
   if (idle <= 0) return;
+  const auto now = f.step_seconds.find(f.threads);
+  const auto more = f.step_seconds.find(f.threads + idle);
+  if (now != f.step_seconds.end() && more != f.step_seconds.end() &&
+      more->second > (1.0 - kWorthIt) * now->second) {
+    out.push_back(fmt::format(
+        "{} of the {} core(s) are idle, but the start timed a step at {} thread(s) ({:.1f} ms) no "
+        "faster than at {} ({:.1f} ms): more threads would not speed the steps up here",
+        idle, f.cores, more->first, 1e3 * more->second, now->first, 1e3 * now->second));
+    return;
+  }
   out.push_back(fmt::format(
       "{} of the {} core(s) are idle ({} worker(s), {} thread(s)): --threads {} gives the steps "
       "those cores",
@@ -58,7 +77,17 @@ void compute_bound(const RunFigures& f, std::vector<std::string>& out) {
 }
 
 void checkpoint_bound(const RunFigures& f, std::vector<std::string>& out) {
-  if (f.checkpoint_writes == 0 || !(f.checkpoint_write_seconds > 0)) return;
+  if (f.checkpoint_writes == 0 || !(f.checkpoint_write_seconds > 0)) {
+    // Only the epoch ends' saves (last.pt, best.pt): no interval removes them.
+    if (f.epochs > 0) {
+      out.push_back(fmt::format(
+          "the checkpoints are the epoch ends' saves ({:.2f} s an epoch), which no "
+          "--checkpoint-every removes: longer epochs (more data, or a larger --limit-batches) "
+          "shift the balance",
+          f.time[Phase::kCheckpoint] / f.epochs));
+    }
+    return;
+  }
   out.push_back(fmt::format(
       "{} checkpoint(s) inside the epochs took {:.2f} s each: --checkpoint-every {} keeps them "
       "near {:.0f}% of the time",

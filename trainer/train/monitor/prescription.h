@@ -5,6 +5,7 @@
 // durations. A prescription whose measurement is missing, or that would not help, is not shown.
 #pragma once
 
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -18,7 +19,9 @@ struct RunFigures {
   TimeBreakdown time;                        // the whole run's
   int workers = 0, threads = 1;              // the loader's workers and the compute threads
   int cores = 0;                             // usable by this process (0: unknown)
+  std::map<int, double> step_seconds;        // the start's step timings by thread count, if any
   std::optional<data::PackedDecode> packed;  // the user's files as stored and packed
+  std::string data;                          // --data as given (the pack command's source)
   int checkpoint_writes = 0;                 // --checkpoint-every writes inside epochs
   double checkpoint_write_seconds = 0;       // their mean duration
   double val_samples = 0;                    // validated each epoch

@@ -484,6 +484,8 @@ void report_time(const TrainingRun& run, int epochs) {
   f.workers = run.workers;
   f.threads = torch::get_num_threads();
   f.cores = usable_cores();
+  if (run.pipeline_costs) f.step_seconds = run.pipeline_costs->step_seconds;
+  f.data = run.config.data;
   const int writes = run.background_writes;
   f.checkpoint_writes = writes;
   f.checkpoint_write_seconds =
