@@ -246,7 +246,7 @@ class Plan:
 
     def describe(self):
         """One line a setting, as dl-launch prints its plan: name, value, where it came from."""
-        return "\n".join(f"{name:<17}{str(s.value):<12}({s.source})"
+        return "\n".join(f"{name:<17}{str(s.value):<12} ({s.source})"
                          for name, s in self.settings.items())
 
     # The recipes (dl_plan.loading, dl_plan.precision) as methods, for the fewest lines.

@@ -85,7 +85,11 @@ class PlanTest(unittest.TestCase):
             self.assertEqual(p.source(name), var)
         self.assertTrue(p.distributed)
         self.assertFalse(p.is_main)
-        self.assertIn("workers          3           (DL_WORKERS)", p.describe())
+        self.assertIn("workers          3            (DL_WORKERS)", p.describe())
+        # A value as long as its column keeps a space before its source (a trial read
+        # "run_dir /tmp/trial48/myws/runs/s1(DL_RUN_DIR)").
+        long = plan_mod.read_plan({"DL_RUN_DIR": "/tmp/trial48/myws/runs/s1"})
+        self.assertIn("/tmp/trial48/myws/runs/s1 (DL_RUN_DIR)", long.describe())
 
     def test_auto_values_are_the_rule_of_thumb(self):
         p = plan_mod.read_plan({"DL_WORKERS": "auto", "DL_THREADS": "auto", "DL_CORES": "8"})
