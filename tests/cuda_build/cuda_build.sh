@@ -45,6 +45,11 @@ fi
 # One test run per cache at a time: the mount points and the build folder are shared.
 exec 8>"$cache/.test-lock"
 flock 8
+# A run killed by ctest's timeout (SIGKILL: its trap never ran) left its mounts behind, and the
+# next run would mount over them; under the lock none is in use.
+# shellcheck source=SCRIPTDIR/../../env/chroot-lib.sh
+source "$src/env/chroot-lib.sh"
+unmount_under "$chroot_dir"
 
 # Mounts, undone on every way out (deepest first).
 mounts=()
