@@ -57,6 +57,38 @@ double step_rate(const ScriptTuneRequest& request, const std::optional<BatchSear
   return rate;
 }
 
+// The workers at the answer's batch (else the plan's): loader probes against the step's rate.
+void calibrate_workers(const ScriptTuneRequest& request, ScriptTuning& t) {
+  const StopPhase phase("calibrating the data workers");
+  const std::int64_t at =
+      t.batch && t.batch->result.batch > 0 ? t.batch->result.batch : request.loader_batch;
+  ScriptProbeSetup setup = request.probe;
+  setup.env.emplace_back("DL_BATCH_SIZE", std::to_string(at));
+  // A few seconds of timed batches a probe, however large the batch (docs/python.md).
+  setup.env.emplace_back("DL_PROBE_SECONDS", format_number(kLoaderProbeSeconds));
+  spdlog::info("worker calibration: loader probes of {} at batch {}, 0 to {} workers",
+               request.probe.command[0], at, request.max_workers);
+  WorkerSearchOptions options;
+  options.max_workers = request.max_workers;
+  options.consumer_rate = step_rate(request, t.batch, at, &t.data_samples);
+  t.record.workers = search_workers(
+      [&](int workers) {
+        ScriptProbeOutcome outcome;
+        const auto t0 = Clock::now();
+        WorkerTrial trial = run_loader_probe(setup, workers, &outcome);
+        if (!outcome.handshake) throw NoHandshake{outcome.failure, outcome.failed_early};
+        if (!outcome.failure.empty()) probe_failed(outcome.failure);
+        spdlog::info("loader probe {} workers: {:.0f} samples/s, {} host memory ({:.1f} s)",
+                     workers, trial.samples_per_second, format_bytes(trial.host_bytes),
+                     std::chrono::duration<double>(Clock::now() - t0).count());
+        return trial;
+      },
+      options);
+  t.record.workers_searched = true;
+  spdlog::info("worker calibration: {} workers ({})", t.record.workers.workers,
+               t.record.workers.reason);
+}
+
 }  // namespace
 
 std::string no_protocol_note(const std::string& no_handshake) {
@@ -127,36 +159,7 @@ ScriptTuning tune_script(const ScriptTuneRequest& request) {
       }
       t.batch = tune_batch_size(batch);
     }
-    if (request.tune_workers && !workers_cached) {
-      const StopPhase phase("calibrating the data workers");
-      const std::int64_t at =
-          t.batch && t.batch->result.batch > 0 ? t.batch->result.batch : request.loader_batch;
-      ScriptProbeSetup setup = request.probe;
-      setup.env.emplace_back("DL_BATCH_SIZE", std::to_string(at));
-      // A few seconds of timed batches a probe, however large the batch (docs/python.md).
-      setup.env.emplace_back("DL_PROBE_SECONDS", format_number(kLoaderProbeSeconds));
-      spdlog::info("worker calibration: loader probes of {} at batch {}, 0 to {} workers",
-                   request.probe.command[0], at, request.max_workers);
-      WorkerSearchOptions options;
-      options.max_workers = request.max_workers;
-      options.consumer_rate = step_rate(request, t.batch, at, &t.data_samples);
-      t.record.workers = search_workers(
-          [&](int workers) {
-            ScriptProbeOutcome outcome;
-            const auto t0 = Clock::now();
-            WorkerTrial trial = run_loader_probe(setup, workers, &outcome);
-            if (!outcome.handshake) throw NoHandshake{outcome.failure, outcome.failed_early};
-            if (!outcome.failure.empty()) probe_failed(outcome.failure);
-            spdlog::info("loader probe {} workers: {:.0f} samples/s, {} host memory ({:.1f} s)",
-                         workers, trial.samples_per_second, format_bytes(trial.host_bytes),
-                         std::chrono::duration<double>(Clock::now() - t0).count());
-            return trial;
-          },
-          options);
-      t.record.workers_searched = true;
-      spdlog::info("worker calibration: {} workers ({})", t.record.workers.workers,
-                   t.record.workers.reason);
-    }
+    if (request.tune_workers && !workers_cached) calibrate_workers(request, t);
   } catch (const NoHandshake& e) {
     t.record = ScriptProbeRecord{};
     t.record.no_handshake = e.why;

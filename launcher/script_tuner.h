@@ -29,7 +29,7 @@ struct ScriptTuneRequest {
 struct ScriptTuning {
   ScriptProbeRecord record;                // the protocol and the workers
   std::optional<BatchSearchRecord> batch;  // the search, when one ran or was cached
-  std::int64_t data_samples = 0;  // the data set's size a step probe reported; 0: none did
+  std::int64_t data_samples = 0;           // the data set's size a step probe reported; 0: none did
 };
 
 // Throws UserError (exit_code::kProbeFailed) naming the probe, how it ended and its log when a
