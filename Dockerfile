@@ -57,10 +57,15 @@ RUN apt-get update \
 COPY . /src/
 WORKDIR /src
 # ccache's directory is a build cache (BuildKit and buildah keep it between builds), not a layer.
-ENV CCACHE_DIR=/root/.cache/ccache
+# tests/image/smoke_build.sh points CCACHE_DIR at the host's own cache instead (bound in with
+# buildah's --volume): its base has the host's compiler and libraries, so the host build's objects
+# serve the image's. CI=true makes warnings errors, as in the host's CI build (and so the flags,
+# which ccache keys on, match it).
+ARG CCACHE_DIR=/root/.cache/ccache
+ARG CI=
 # The `image` preset (CMakePresets.json): build/image, no benchmarks, LibTorch from /opt/libtorch.
 RUN --mount=type=cache,target=/root/.cache/ccache \
-    /src/env/install-dl.sh /opt/dl
+    CCACHE_DIR="${CCACHE_DIR}" CI="${CI}" /src/env/install-dl.sh /opt/dl
 
 # ---------------------------------------------------------------------------------------------
 # runtime: the CUDA runtime libraries, the `dl` env, the data, the two programs.

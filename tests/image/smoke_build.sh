@@ -86,10 +86,28 @@ bud() { # DOCKERFILE, then bud options
 # The build stage on its own first, for its size; the runtime stage then takes the programs from
 # that image instead of compiling again: its two `COPY --from=build` lines name the image in a
 # copy of the Dockerfile (buildah skips the stages the target does not use). Nothing else differs.
-step "build stage (compiles, runs the unit tests)"
-bud "$root/Dockerfile" --target build --tag "$tag:build" >"$work/build-stage.log" 2>&1 ||
+# The build stage compiles with the host's compiler and libraries (both Debian 12's, from the same
+# archive), so it reads and fills the host's own ccache, bound in: right after the host's build
+# (env/test.sh builds first) it compiles almost nothing. CI passes on, so that warnings are errors
+# where they are on the host, and the flags (part of ccache's key) match.
+cache_args=()
+host_ccache=$(ccache --get-config cache_dir 2>/dev/null || true)
+if [ -n "$host_ccache" ]; then
+  mkdir -p "$host_ccache"
+  cache_args=(--volume "$host_ccache:/host-ccache" --build-arg CCACHE_DIR=/host-ccache --build-arg "CI=${CI:-}")
+fi
+ccache_counts() { # hits misses, of the host's cache (other builds may share it meanwhile)
+  ccache --print-stats 2>/dev/null | awk -F'\t' '$1 ~ /^(direct|preprocessed)_cache_hit$/ {h += $2}
+    $1 == "cache_miss" {m = $2} END {print h + 0, m + 0}'
+}
+step "build stage (compiles, runs the unit tests; ccache: ${host_ccache:-none on the host})"
+read -r hits_before misses_before < <(ccache_counts)
+bud "$root/Dockerfile" --target build --tag "$tag:build" "${cache_args[@]}" >"$work/build-stage.log" 2>&1 ||
   { tail -40 "$work/build-stage.log" >&2; echo "smoke: the build stage failed; log: $work/build-stage.log" >&2; exit 1; }
 grep -E '^(100% tests passed|[0-9]+% tests passed)' "$work/build-stage.log" | sed 's/^/smoke: build stage: /' || true
+read -r hits_after misses_after < <(ccache_counts)
+echo "smoke: build stage: the host's ccache: $((hits_after - hits_before)) hits, $((misses_after - misses_before)) misses" \
+  "(counted on the host's cache: builds beside this one count too)"
 
 step "runtime stage"
 runtime_dockerfile=$work/Dockerfile.runtime
