@@ -60,9 +60,14 @@ WORKDIR /src
 # tests/image/smoke_build.sh points CCACHE_DIR at the host's own cache instead (bound in with
 # buildah's --volume): its base has the host's compiler and libraries, so the host build's objects
 # serve the image's. CI=true makes warnings errors, as in the host's CI build (and so the flags,
-# which ccache keys on, match it).
+# which ccache keys on, match it). ccache also keys on the locale's variables (the language of
+# the compiler's messages): the smoke build passes those the host has set, and only those.
 ARG CCACHE_DIR=/root/.cache/ccache
 ARG CI=
+ARG LANG
+ARG LC_ALL
+ARG LC_CTYPE
+ARG LC_MESSAGES
 # The `image` preset (CMakePresets.json): build/image, no benchmarks, LibTorch from /opt/libtorch.
 RUN --mount=type=cache,target=/root/.cache/ccache \
     CCACHE_DIR="${CCACHE_DIR}" CI="${CI}" /src/env/install-dl.sh /opt/dl

@@ -89,12 +89,16 @@ bud() { # DOCKERFILE, then bud options
 # The build stage compiles with the host's compiler and libraries (both Debian 12's, from the same
 # archive), so it reads and fills the host's own ccache, bound in: right after the host's build
 # (env/test.sh builds first) it compiles almost nothing. CI passes on, so that warnings are errors
-# where they are on the host, and the flags (part of ccache's key) match.
+# where they are on the host, and the flags (part of ccache's key) match, as the locale's variables
+# the host has set (ccache hashes them: they choose the language of the compiler's messages).
 cache_args=()
 host_ccache=$(ccache --get-config cache_dir 2>/dev/null || true)
 if [ -n "$host_ccache" ]; then
   mkdir -p "$host_ccache"
   cache_args=(--volume "$host_ccache:/host-ccache" --build-arg CCACHE_DIR=/host-ccache --build-arg "CI=${CI:-}")
+  for name in LANG LC_ALL LC_CTYPE LC_MESSAGES; do
+    [ -z "${!name+set}" ] || cache_args+=(--build-arg "$name=${!name}")
+  done
 fi
 ccache_counts() { # hits misses, of the host's cache (other builds may share it meanwhile)
   ccache --print-stats 2>/dev/null | awk -F'\t' '$1 ~ /^(direct|preprocessed)_cache_hit$/ {h += $2}
