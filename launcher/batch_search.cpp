@@ -186,10 +186,14 @@ std::optional<std::int64_t> step_up(const Search& s, const SearchOptions& o, std
 // answer shows up in it), probe, and repeat. A size that failed bounds the answer from above;
 // where the line points past it (a step in the curve), bisect instead. The first prediction,
 // extrapolated furthest from tiny batches, is probed at 90% so it is likely to fit and to make
-// the next secant short. Returns the largest size that fitted.
+// the next secant short. Two failures in a row bisect too: the secant then keeps its lower end
+// and creeps down from the top (regula falsi's stall), and on a bumpy curve, whose failures
+// land a few MiB over the budget, it spends every probe there and returns the small probe.
+// Returns the largest size that fitted.
 std::int64_t search_by_prediction(Search& s, const SearchOptions& o, std::int64_t answer) {
   std::int64_t failed = INT64_MAX;
   bool first_prediction = true;
+  int failures_in_a_row = 0;
   while (s.can_probe()) {
     std::optional<std::int64_t> next = predict_next(s, o, failed);
     if (!next) break;
@@ -197,19 +201,20 @@ std::int64_t search_by_prediction(Search& s, const SearchOptions& o, std::int64_
       next = s.cap(round_down(*next * 9 / 10, o.multiple));
     }
     first_prediction = false;
-    if (*next >= failed) {
-      const std::int64_t mid = (answer + failed) / 2;
-      const std::int64_t rounded = round_down(mid, o.multiple);
-      next = rounded > answer ? rounded : mid;
-    }
+    const std::int64_t mid = answer + (failed - answer) / 2;  // no overflow while failed is unset
+    const std::int64_t rounded = round_down(mid, o.multiple);
+    const std::int64_t bisected = rounded > answer ? rounded : mid;
+    if (*next >= failed || (failures_in_a_row >= 2 && *next > bisected)) next = bisected;
     if (*next <= answer || (*next - answer) * 50 < answer) {
       next = step_up(s, o, answer, failed);
       if (!next) break;
     }
     if (s.fits(*next)) {
       answer = *next;
+      failures_in_a_row = 0;
     } else {
       failed = *next;
+      ++failures_in_a_row;
     }
   }
   return answer;
