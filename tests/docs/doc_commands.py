@@ -518,7 +518,10 @@ class Runner:
         for need in needs:
             if need not in self.need_cache:
                 self.need_cache[need] = None
-                if need == "dl-train" and not self.which("dl-train"):
+                # The build's dl-train, not one found further down PATH: a dl-train installed
+                # by an earlier run (/usr/local/bin) would otherwise run under a build without
+                # LibTorch (the ASan suite's), and the result would depend on the machine.
+                if need == "dl-train" and "dl-train" not in self.programs:
                     self.need_cache[need] = "needs dl-train, which this build lacks (no LibTorch)"
                 if need == "torch":
                     python = self.which("python3")
