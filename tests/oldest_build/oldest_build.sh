@@ -207,6 +207,7 @@ grep -q 'LibTorch not found' "$logs/configure-torch.log" &&
   fail "the compile-only LibTorch was not found (log: $logs/configure-torch.log)"
 # The translation units whose command names LibTorch's headers: the rest were compiled, linked
 # and tested above.
+in_chroot ccache --zero-stats >/dev/null
 in_chroot python3 /src/tests/oldest_build/compile_only.py /build/core /opt/libtorch-1.13/include \
   "$(nproc)" >"$logs/build-torch.log" 2>&1 ||
   { grep -A 40 FAILED "$logs/build-torch.log" | grep -m 30 -E 'FAILED|error|warning' >&2 || tail -30 "$logs/build-torch.log" >&2
@@ -214,6 +215,8 @@ in_chroot python3 /src/tests/oldest_build/compile_only.py /build/core /opt/libto
 objects=$(grep -c '^\[[0-9]*/[0-9]*\] compiled ' "$logs/build-torch.log")
 [ "$objects" -ge 50 ] ||
   fail "only $objects translation units include LibTorch: expected the trainer's (log: $logs/build-torch.log)"
+say "ccache: $(in_chroot ccache --print-stats 2>/dev/null |
+  awk -F'\t' '$1 ~ /^(direct_cache_hit|preprocessed_cache_hit|cache_miss)$/ {printf "%s %s ", $1, $2}')"
 say "$objects translation units compiled with $compiler against LibTorch $(awk '/^#define TORCH_VERSION_(MAJOR|MINOR|PATCH) / {printf "%s%s", sep, $3; sep = "."}' \
   "$chroot_dir/opt/libtorch-1.13/include/torch/csrc/api/include/torch/version.h")"
 
