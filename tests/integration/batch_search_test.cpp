@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "core/json.h"
+#include "support/build_paths.h"
 #include "support/data_sets.h"
 #include "support/files.h"
 #include "support/matchers.h"
@@ -34,8 +35,8 @@ namespace {
 namespace fs = std::filesystem;
 using std::chrono::seconds;
 
-const std::string kTrain = DL_TRAIN_BIN;
-const std::string kLaunch = DL_LAUNCH_BIN;
+const std::string kTrain = dl::test::kTrainBin;
+const std::string kLaunch = dl::test::kLaunchBin;
 
 constexpr seconds kTimeout{300};
 constexpr std::uint64_t MiB = 1ull << 20;

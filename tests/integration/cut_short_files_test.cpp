@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "core/text.h"
+#include "support/build_paths.h"
 #include "support/data_sets.h"
 #include "support/files.h"
 #include "support/matchers.h"
@@ -30,7 +31,7 @@ namespace fs = std::filesystem;
 
 #if DL_HAVE_OPENCV
 
-const std::string kTrain = DL_TRAIN_BIN;
+const std::string kTrain = dl::test::kTrainBin;
 constexpr int kSomeUnreadable = 79;
 
 // Smooth colours plus noise: enough entropy-coded data that a cut lands inside it.

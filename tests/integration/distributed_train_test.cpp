@@ -27,6 +27,7 @@
 #include "core/checkpoint_note.h"
 #include "core/ports.h"
 #include "model/checkpoint.h"
+#include "support/build_paths.h"
 #include "support/data_sets.h"
 #include "support/files.h"
 #include "support/process.h"
@@ -37,7 +38,7 @@ namespace {
 
 using std::chrono::seconds;
 
-const std::string kTrain = DL_TRAIN_BIN;
+const std::string kTrain = dl::test::kTrainBin;
 constexpr seconds kRunTimeout{300};
 
 std::vector<std::string> argv_of(const std::string& data, const std::vector<std::string>& args) {
@@ -387,7 +388,7 @@ TEST(DistributedTrain, ResumeElsewhereKeepsTheGlobalBatchAndLearningRateWithoutB
 
 // --- through dl-launch --------------------------------------------------------------------------
 
-const std::string kLaunch = DL_LAUNCH_BIN;
+const std::string kLaunch = dl::test::kLaunchBin;
 
 std::vector<std::string> launch_argv(const std::string& workspace, const std::string& data,
                                      const std::vector<std::string>& args) {

@@ -16,6 +16,7 @@
 
 #include "core/json.h"
 #include "model/checkpoint.h"
+#include "support/build_paths.h"
 #include "support/data_sets.h"
 #include "support/files.h"
 #include "support/matchers.h"
@@ -34,8 +35,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
-const std::string kTrain = DL_TRAIN_BIN;
-const std::string kLaunch = DL_LAUNCH_BIN;
+const std::string kTrain = dl::test::kTrainBin;
+const std::string kLaunch = dl::test::kLaunchBin;
 constexpr int kUsage = 64;
 constexpr int kBadData = 65;
 constexpr int kMissing = 66;

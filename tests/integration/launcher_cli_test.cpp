@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "support/build_paths.h"
 #include "support/files.h"
 #include "support/matchers.h"
 #include "support/process.h"
@@ -20,9 +21,9 @@
 namespace dl::test {
 namespace {
 
-const std::string kLaunch = DL_LAUNCH_BIN;
-const std::string kChild = DL_TEST_CHILD;
-const std::string kFakeNvml = DL_FAKE_NVML;
+const std::string kLaunch = dl::test::kLaunchBin;
+const std::string kChild = dl::test::kTestChild;
+const std::string kFakeNvml = dl::test::kFakeNvml;
 
 // dl-launch with the fake NVML, so that the GPUs it sees are exactly those FAKE_NVML_GPUS lists
 // (none unless a test sets it), whichever machine runs the tests.

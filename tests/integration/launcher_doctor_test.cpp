@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/json.h"
+#include "support/build_paths.h"
 #include "support/data_sets.h"
 #include "support/files.h"
 #include "support/matchers.h"
@@ -19,9 +20,9 @@
 namespace dl::test {
 namespace {
 
-const std::string kLaunch = DL_LAUNCH_BIN;
-const std::string kMakeJpegSet = DL_MAKE_JPEG_SET;  // "" without OpenCV
-const std::string kFakeNvml = DL_FAKE_NVML;
+const std::string kLaunch = dl::test::kLaunchBin;
+const std::string kMakeJpegSet = dl::test::kMakeJpegSet;  // "" without OpenCV
+const std::string kFakeNvml = dl::test::kFakeNvml;
 constexpr std::chrono::seconds kTimeout{300};
 
 // dl-launch doctor with the fake NVML: the GPUs it sees are those FAKE_NVML_GPUS lists (none

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "support/build_paths.h"
 #include "support/files.h"
 #include "support/matchers.h"
 #include "support/process.h"
@@ -18,9 +19,9 @@
 namespace dl::test {
 namespace {
 
-const std::string kLaunch = DL_LAUNCH_BIN;
-const std::string kTemplate = DL_TEMPLATE_SOURCE;  // the source tree's workspace_template
-const std::string kFakeNvml = DL_FAKE_NVML;
+const std::string kLaunch = dl::test::kLaunchBin;
+const std::string kTemplate = dl::test::kTemplateSource;  // the source tree's workspace_template
+const std::string kFakeNvml = dl::test::kFakeNvml;
 
 // Every file a new workspace starts with.
 const std::vector<std::string> kTemplateFiles = {"dl.conf", "data/README.md", "python/train.py",

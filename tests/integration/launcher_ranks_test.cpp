@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "support/build_paths.h"
 #include "support/files.h"
 #include "support/matchers.h"
 #include "support/process.h"
@@ -29,8 +30,8 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-const std::string kLaunch = DL_LAUNCH_BIN;
-const std::string kFakeNvml = DL_FAKE_NVML;
+const std::string kLaunch = dl::test::kLaunchBin;
+const std::string kFakeNvml = dl::test::kFakeNvml;
 
 // Variables a scheduler or the user may have set around the test run: every test starts without
 // them and sets the ones it is about.

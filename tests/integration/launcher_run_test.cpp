@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "support/build_paths.h"
 #include "support/files.h"
 #include "support/matchers.h"
 #include "support/process.h"
@@ -22,9 +23,9 @@
 namespace dl::test {
 namespace {
 
-const std::string kLaunch = DL_LAUNCH_BIN;
-const std::string kChild = DL_TEST_CHILD;
-const std::string kFakeNvml = DL_FAKE_NVML;
+const std::string kLaunch = dl::test::kLaunchBin;
+const std::string kChild = dl::test::kTestChild;
+const std::string kFakeNvml = dl::test::kFakeNvml;
 
 // dl-launch with the fake NVML and no fake GPU: a CPU machine, whichever machine runs the tests.
 std::vector<std::string> launch(std::vector<std::string> args) {
@@ -163,7 +164,7 @@ TEST_F(LauncherRun, AProgramAfterDashesGetsTheCompanionFirstOnPythonPath) {
   ASSERT_NE(colon, std::string::npos) << path;
   EXPECT_EQ(path.substr(colon), ":/elsewhere");
   EXPECT_EQ(real_path(path.substr(0, colon) + "/dl_plan"),
-            real_path(std::string(DL_PYTHON_SOURCE) + "/dl_plan"))
+            real_path(std::string(dl::test::kPythonSource) + "/dl_plan"))
       << path;
 }
 

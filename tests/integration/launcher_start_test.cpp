@@ -15,6 +15,7 @@
 #include "core/json.h"
 #include "core/setting_rules.h"
 #include "core/settings.h"
+#include "support/build_paths.h"
 #include "support/files.h"
 #include "support/matchers.h"
 #include "support/process.h"
@@ -24,9 +25,9 @@
 namespace dl::test {
 namespace {
 
-const std::string kLaunch = DL_LAUNCH_BIN;
-const std::string kChild = DL_TEST_CHILD;
-const std::string kFakeNvml = DL_FAKE_NVML;
+const std::string kLaunch = dl::test::kLaunchBin;
+const std::string kChild = dl::test::kTestChild;
+const std::string kFakeNvml = dl::test::kFakeNvml;
 
 bool exists(const std::string& path) {
   struct stat st {};
@@ -397,7 +398,7 @@ TEST_F(LauncherStart, ThePlanPromisesAReportOnlyForDlTrain) {
 }
 
 TEST_F(LauncherStart, InitsNextLinesNamePython3) {
-  const Result r = run({kLaunch, "init", "fresh"}, {{"DL_TEMPLATE_DIR", DL_TEMPLATE_SOURCE}},
+  const Result r = run({kLaunch, "init", "fresh"}, {{"DL_TEMPLATE_DIR", dl::test::kTemplateSource}},
                        kSchedulerVars, home.path());
   ASSERT_EQ(r.code, 0) << show(r);
   EXPECT_THAT(r.out, HasSubstr("-- python3 python/train.py"));

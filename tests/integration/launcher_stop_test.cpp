@@ -29,6 +29,7 @@
 #include "launcher/rank_supervisor.h"
 #include "launcher/stop_request.h"
 #include "launcher/supervisor.h"
+#include "support/build_paths.h"
 #include "support/files.h"
 #include "support/matchers.h"
 #include "support/process.h"
@@ -42,7 +43,7 @@ namespace fs = std::filesystem;
 using std::chrono::milliseconds;
 using std::chrono::seconds;
 
-const std::string kLaunch = DL_LAUNCH_BIN;
+const std::string kLaunch = dl::test::kLaunchBin;
 
 // dl-train's stand-in: it answers --version, writes its pid (and a background child's, which the
 // stop must kill too) where FAKE_DIR says, then either answers the probe (FAKE_MODE=answer: a

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "core/json.h"
+#include "support/build_paths.h"
 #include "support/files.h"
 #include "support/matchers.h"
 #include "support/process.h"
@@ -29,8 +30,8 @@ namespace {
 namespace fs = std::filesystem;
 using std::chrono::seconds;
 
-const std::string kLaunch = DL_LAUNCH_BIN;
-const std::string kModuleDir = DL_PLAN_DIR;
+const std::string kLaunch = dl::test::kLaunchBin;
+const std::string kModuleDir = dl::test::kPythonSource;
 constexpr seconds kTimeout{600};
 
 // A script written the tutorial's way with dl_plan: a Dataset whose samples cost 2 ms of CPU each

@@ -17,6 +17,7 @@
 #include "launcher/captured_run.h"
 #include "launcher/rank_supervisor.h"
 #include "launcher/supervisor.h"
+#include "support/build_paths.h"
 #include "support/files.h"
 #include "support/matchers.h"
 #include "support/process.h"
@@ -25,9 +26,9 @@
 namespace dl::test {
 namespace {
 
-const std::string kChild = DL_TEST_CHILD;
-const std::string kLaunch = DL_LAUNCH_BIN;
-const std::string kFakeNvml = DL_FAKE_NVML;
+const std::string kChild = dl::test::kTestChild;
+const std::string kLaunch = dl::test::kLaunchBin;
+const std::string kFakeNvml = dl::test::kFakeNvml;
 constexpr uid_t kNobody = 65534;
 
 // "N -> target" lines of the helper's `fds` mode, by descriptor.

@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "core/errors.h"
+#include "support/build_paths.h"
 #include "support/files.h"
 #include "support/matchers.h"
 #include "support/temp_dir.h"
@@ -21,7 +22,7 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-const std::string kChild = DL_TEST_CHILD;
+const std::string kChild = dl::test::kTestChild;
 
 // The child run through a shell that sends its stdout (where it says "ready") to `ready_file`;
 // the shell execs it, so the program supervise() started is the child itself.

@@ -20,6 +20,7 @@
 
 #include "core/checkpoint_note.h"
 #include "model/checkpoint.h"
+#include "support/build_paths.h"
 #include "support/data_sets.h"
 #include "support/files.h"
 #include "support/matchers.h"
@@ -29,7 +30,7 @@
 namespace dl::test {
 namespace {
 
-const std::string kTrain = DL_TRAIN_BIN;
+const std::string kTrain = dl::test::kTrainBin;
 constexpr std::chrono::seconds kRunTimeout{300};
 
 // 2 epochs of 12 batches of 32 on a Fashion-MNIST subset, one thread, a progress line a batch.

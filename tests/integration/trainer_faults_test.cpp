@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "model/checkpoint.h"
+#include "support/build_paths.h"
 #include "support/data_sets.h"
 #include "support/files.h"
 #include "support/matchers.h"
@@ -42,8 +43,8 @@ namespace fs = std::filesystem;
 using std::chrono::milliseconds;
 using std::chrono::seconds;
 
-const std::string kTrain = DL_TRAIN_BIN;
-const std::string kLaunch = DL_LAUNCH_BIN;
+const std::string kTrain = dl::test::kTrainBin;
+const std::string kLaunch = dl::test::kLaunchBin;
 constexpr int kCantWrite = 73;
 
 // A hang is a failure, but ResNet-50 on a busy 2-core machine must not fail a correct run.

@@ -14,6 +14,7 @@
 
 #include "model/checkpoint.h"
 #include "model/model.h"
+#include "support/build_paths.h"
 #include "support/data_sets.h"
 #include "support/files.h"
 #include "support/matchers.h"
@@ -23,7 +24,7 @@
 namespace dl::test {
 namespace {
 
-const std::string kTrain = DL_TRAIN_BIN;
+const std::string kTrain = dl::test::kTrainBin;
 constexpr std::chrono::seconds kRunTimeout{300};
 
 Result train(const std::string& workspace, const std::vector<std::string>& args) {

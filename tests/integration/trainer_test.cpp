@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "model/checkpoint.h"
+#include "support/build_paths.h"
 #include "support/data_sets.h"
 #include "support/files.h"
 #include "support/matchers.h"
@@ -41,8 +42,8 @@ namespace {
 namespace fs = std::filesystem;
 using std::chrono::seconds;
 
-const std::string kTrain = DL_TRAIN_BIN;
-const std::string kLaunch = DL_LAUNCH_BIN;
+const std::string kTrain = dl::test::kTrainBin;
+const std::string kLaunch = dl::test::kLaunchBin;
 
 // dl-train's documented exit codes (its --help, launcher/errors.h), spelled out: a change to the
 // contract must show up here.
@@ -682,7 +683,7 @@ TEST(TrainerTensorBoard, EventsFileDecodesWithEveryLogPointAndEpoch) {
     if (name.rfind("events.out.tfevents.", 0) == 0) events.push_back(entry.path());
   }
   ASSERT_EQ(events.size(), 1u) << "one events file expected in runs/tb";
-  const Result decoded = run({DL_TFEVENTS_DECODE, events[0]});
+  const Result decoded = run({dl::test::kTfeventsDecode, events[0]});
   if (decoded.code == 77) GTEST_SKIP() << decoded.err;
   ASSERT_EQ(decoded.code, 0) << show(decoded);
   const std::string& out = decoded.out;

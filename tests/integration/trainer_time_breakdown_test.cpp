@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "support/build_paths.h"
 #include "support/data_sets.h"
 #include "support/files.h"
 #include "support/matchers.h"
@@ -19,8 +20,8 @@
 namespace dl::test {
 namespace {
 
-const std::string kTrain = DL_TRAIN_BIN;
-const std::string kMakeJpegSet = DL_MAKE_JPEG_SET;  // "" without OpenCV
+const std::string kTrain = dl::test::kTrainBin;
+const std::string kMakeJpegSet = dl::test::kMakeJpegSet;  // "" without OpenCV
 constexpr std::chrono::seconds kRunTimeout{300};
 
 Result train(const TempDir& ws, const std::string& name, std::vector<std::string> args) {

@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "support/build_paths.h"
 #include "support/files.h"
 #include "support/matchers.h"
 #include "support/process.h"
@@ -24,9 +25,9 @@
 namespace dl::test {
 namespace {
 
-const std::string kLaunch = DL_LAUNCH_BIN;
-const std::string kChild = DL_TEST_CHILD;
-const std::string kFakeNvml = DL_FAKE_NVML;
+const std::string kLaunch = dl::test::kLaunchBin;
+const std::string kChild = dl::test::kTestChild;
+const std::string kFakeNvml = dl::test::kFakeNvml;
 constexpr uid_t kNobody = 65534;
 
 uid_t owner_of(const std::string& path) {

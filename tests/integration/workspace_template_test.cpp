@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "support/build_paths.h"
 #include "support/data_sets.h"
 #include "support/files.h"
 #include "support/matchers.h"
@@ -29,10 +30,10 @@
 namespace dl::test {
 namespace {
 
-const std::string kTrain = DL_TRAIN_BIN;
-const std::string kLaunch = DL_LAUNCH_BIN;
-const std::string kTemplate = DL_TEMPLATE_SOURCE;
-const std::string kCompanion = DL_PYTHON_SOURCE;  // dl_plan's folder, for train.py run alone
+const std::string kTrain = dl::test::kTrainBin;
+const std::string kLaunch = dl::test::kLaunchBin;
+const std::string kTemplate = dl::test::kTemplateSource;
+const std::string kCompanion = dl::test::kPythonSource;  // dl_plan's folder, for train.py run alone
 
 constexpr std::chrono::seconds kRunTimeout{300};
 

@@ -8,13 +8,14 @@
 #include <sstream>
 #include <string>
 
+#include "support/build_paths.h"
 #include "support/files.h"
 
 namespace dl::test {
 namespace {
 
 TEST(ExitCodes, TheReferenceShowsTheTableTheCodeHas) {
-  const std::string path = std::string(DL_SOURCE_DIR) + "/docs/reference.md";
+  const std::string path = std::string(dl::test::kSourceDir) + "/docs/reference.md";
   const std::string doc = read_file(path);
   const std::string begin = "<!-- exit-codes:begin -->\n";
   const std::string end = "<!-- exit-codes:end -->";

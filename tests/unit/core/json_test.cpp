@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "support/build_paths.h"
 #include "support/files.h"
 
 namespace dl::test {
@@ -98,8 +99,8 @@ TEST(JsonReader, RejectsMalformedDocumentsWithAReason) {
 // Found by tests/fuzz/json_fuzz: a number beyond double's range made the parser throw an
 // exception other than its parse error, which escaped parse_json.
 TEST(JsonReader, RefusesNumbersBeyondDoubleRangeWithAReason) {
-  const std::string found =
-      read_file(std::string(DL_SOURCE_DIR) + "/tests/fuzz/corpus/json/crash-number-overflow");
+  const std::string found = read_file(std::string(dl::test::kSourceDir) +
+                                      "/tests/fuzz/corpus/json/crash-number-overflow");
   ASSERT_FALSE(found.empty());
   for (const std::string& text :
        std::vector<std::string>{"1e400", "[-1e400]", "{\"bytes\": 184467440735e308}", found}) {

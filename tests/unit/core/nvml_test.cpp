@@ -1,6 +1,7 @@
 // NVML through dlopen: a missing library is a CPU machine, a fake driver library is read through
 // the real loading path.
 #include "core/nvml.h"
+#include "support/build_paths.h"
 
 #include <gtest/gtest.h>
 #include <stdlib.h>
@@ -34,7 +35,7 @@ class FakeNvml : public ::testing::Test {
 TEST_F(FakeNvml, ReadsEveryGpu) {
   setenv("FAKE_NVML_GPUS",
          "Tesla V100-SXM2-16GB,7,0,16384,16000;NVIDIA A100-SXM4-80GB,8,0,81920,80000", 1);
-  const GpuReport r = query_nvml(DL_FAKE_NVML);
+  const GpuReport r = query_nvml(dl::test::kFakeNvml);
   ASSERT_TRUE(r.available) << r.note;
   ASSERT_EQ(r.gpus.size(), 2u);
   EXPECT_EQ(r.driver_version, "535.104.05");
@@ -48,28 +49,28 @@ TEST_F(FakeNvml, ReadsEveryGpu) {
 
 TEST_F(FakeNvml, ReadsTheDriversCudaVersion) {
   setenv("FAKE_NVML_GPUS", "Tesla T4,7,5,15360,15000", 1);
-  EXPECT_EQ(query_nvml(DL_FAKE_NVML).cuda_driver_version, 12020);
+  EXPECT_EQ(query_nvml(dl::test::kFakeNvml).cuda_driver_version, 12020);
   setenv("FAKE_NVML_DRIVER", "470.57.02", 1);
   setenv("FAKE_NVML_CUDA", "11040", 1);
-  const GpuReport r = query_nvml(DL_FAKE_NVML);
+  const GpuReport r = query_nvml(dl::test::kFakeNvml);
   EXPECT_EQ(r.driver_version, "470.57.02");
   EXPECT_EQ(r.cuda_driver_version, 11040);
   // A driver that cannot say is unknown (0), not an error.
   setenv("FAKE_NVML_CUDA", "none", 1);
-  const GpuReport unknown = query_nvml(DL_FAKE_NVML);
+  const GpuReport unknown = query_nvml(dl::test::kFakeNvml);
   EXPECT_TRUE(unknown.available);
   EXPECT_EQ(unknown.cuda_driver_version, 0);
 }
 
 TEST_F(FakeNvml, DriverWithoutGpus) {
-  const GpuReport r = query_nvml(DL_FAKE_NVML);
+  const GpuReport r = query_nvml(dl::test::kFakeNvml);
   EXPECT_FALSE(r.available);
   EXPECT_NE(r.note.find("no GPU"), std::string::npos) << r.note;
 }
 
 TEST_F(FakeNvml, InitFailureIsReported) {
   setenv("FAKE_NVML_INIT_FAIL", "1", 1);
-  const GpuReport r = query_nvml(DL_FAKE_NVML);
+  const GpuReport r = query_nvml(dl::test::kFakeNvml);
   EXPECT_FALSE(r.available);
   EXPECT_NE(r.note.find("Driver Not Loaded"), std::string::npos) << r.note;
 }
@@ -77,7 +78,7 @@ TEST_F(FakeNvml, InitFailureIsReported) {
 TEST_F(FakeNvml, UtilizationForTheMonitor) {
   setenv("FAKE_NVML_GPUS", "Tesla T4,7,5,15360,15000", 1);
   std::string why;
-  auto nvml = Nvml::open(DL_FAKE_NVML, &why);
+  auto nvml = Nvml::open(dl::test::kFakeNvml, &why);
   ASSERT_TRUE(nvml) << why;
   const auto u = nvml->utilization(0);
   ASSERT_TRUE(u);

@@ -13,11 +13,12 @@
 
 #include "core/errors.h"
 #include "core/settings.h"
+#include "support/build_paths.h"
 
 namespace dl::test {
 namespace {
 
-const std::string kTemplateConf = std::string(DL_TEMPLATE_SOURCE) + "/dl.conf";
+const std::string kTemplateConf = std::string(dl::test::kTemplateSource) + "/dl.conf";
 
 // Settings that cannot be a line of the workspace's own dl.conf; the file still mentions them.
 const std::set<std::string> kNotInTheWorkspaceConf = {

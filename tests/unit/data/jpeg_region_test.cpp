@@ -15,6 +15,7 @@
 #include "data/file_list_source.h"
 #include "data/planes.h"
 #include "data/transform.h"
+#include "support/build_paths.h"
 #include "support/files.h"
 #include "support/temp_dir.h"
 #include "unit/data/fixtures.h"
@@ -158,8 +159,8 @@ TEST(JpegRegion, RefusesWhatIsNotAJpeg) {
 // Found by tests/fuzz/jpeg_region_fuzz: a 320-byte JPEG whose header claims 49944 x 32808 pixels
 // took seconds and hundreds of megabytes to decode a window of. Refused, as OpenCV refuses it.
 TEST(JpegRegion, RefusesImagesAboveOpenCvsPixelLimit) {
-  std::string file =
-      read_file(std::string(DL_SOURCE_DIR) + "/tests/fuzz/corpus/jpeg_region/slow-huge-header");
+  std::string file = read_file(std::string(dl::test::kSourceDir) +
+                               "/tests/fuzz/corpus/jpeg_region/slow-huge-header");
   ASSERT_GT(file.size(), 9u);
   file.resize(file.size() - 11);  // the harness's window bytes
   std::vector<std::uint8_t> bytes(file.begin(), file.end());

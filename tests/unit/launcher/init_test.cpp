@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "core/errors.h"
+#include "support/build_paths.h"
 
 namespace dl::test {
 namespace {
@@ -16,7 +17,7 @@ TEST(InitTemplate, SearchOrderIsInstallThenImageThenSourceTree) {
   ASSERT_GE(c.size(), 3u);
   EXPECT_EQ(c[0], "/usr/local/bin/../share/dl/workspace_template");
   EXPECT_EQ(c[1], "/opt/dl/workspace_template");
-  EXPECT_EQ(c[2], DL_TEMPLATE_SOURCE);
+  EXPECT_EQ(c[2], dl::test::kTemplateSource);
   EXPECT_EQ(template_candidates("", "/usr/local/bin"), c) << "an empty DL_TEMPLATE_DIR is unset";
 }
 
@@ -27,7 +28,8 @@ TEST(InitTemplate, TemplateDirFromTheEnvironmentIsTheOnlyPlace) {
 }
 
 TEST(InitTemplate, FindsTheFirstDirectoryWithADlConf) {
-  EXPECT_EQ(find_template({"/nonexistent/a", DL_TEMPLATE_SOURCE}), std::string(DL_TEMPLATE_SOURCE));
+  EXPECT_EQ(find_template({"/nonexistent/a", dl::test::kTemplateSource}),
+            std::string(dl::test::kTemplateSource));
 }
 
 TEST(InitTemplate, NoneFoundNamesEveryPlaceAndExits66) {

@@ -4,6 +4,7 @@
 #include "model/adamw_state.h"
 #include "model/model.h"
 
+#include "support/build_paths.h"
 #include "support/files.h"
 #include "support/temp_dir.h"
 
@@ -307,7 +308,7 @@ TEST(Checkpoint, WrongLayoutNamesTheEntry) {
 // The refusal of tests/fuzz/corpus/checkpoint/<name> read as last.pt ("parsed" when it reads).
 std::string refusal_of_corpus_input(const std::string& name) {
   const std::string file =
-      read_file(std::string(DL_SOURCE_DIR) + "/tests/fuzz/corpus/checkpoint/" + name);
+      read_file(std::string(dl::test::kSourceDir) + "/tests/fuzz/corpus/checkpoint/" + name);
   EXPECT_FALSE(file.empty()) << name;
   try {
     parse_checkpoint(std::vector<char>(file.begin(), file.end()), "last.pt");

@@ -4,6 +4,7 @@
 // pickle that makes a list hold itself is read without a leak. Also the inputs the fuzzer found
 // (tests/fuzz/corpus/state_pickle/crash-*), each read back without a crash.
 #include "model/state_pickle.h"
+#include "support/build_paths.h"
 
 #include <gtest/gtest.h>
 
@@ -159,7 +160,7 @@ TEST(StatePickle, AListHoldingItselfIsReadWithoutALeak) {
 // Every input the fuzzer saved as a finding reads back as a state dict or a refusal.
 TEST(StatePickle, FuzzFindingsAreRefusedCleanly) {
   const std::filesystem::path dir =
-      std::filesystem::path(DL_SOURCE_DIR) / "tests/fuzz/corpus/state_pickle";
+      std::filesystem::path(dl::test::kSourceDir) / "tests/fuzz/corpus/state_pickle";
   int findings = 0;
   for (const auto& entry : std::filesystem::directory_iterator(dir)) {
     if (entry.path().filename().string().rfind("crash-", 0) != 0) continue;

@@ -12,6 +12,7 @@
 #include <string>
 
 #include "core/dir_fd.h"
+#include "support/build_paths.h"
 #include "support/process.h"
 #include "support/temp_dir.h"
 
@@ -46,7 +47,7 @@ TEST(EventFile, DecodedByProtocWithIntactCrcs) {
     events.add({{"val/acc", 1.0f}}, 300, 1700000002.0);
   }
   EXPECT_EQ(path, dir / ("events.out.tfevents.1700000000." + host()));
-  const test::Result r = test::run({DL_TFEVENTS_DECODE, path});
+  const test::Result r = test::run({dl::test::kTfeventsDecode, path});
   if (r.code == 77) GTEST_SKIP() << r.err;
   ASSERT_EQ(r.code, 0) << r.out << r.err;
   // protoc prints fixed64 and fixed32 as hex: 1700000000.5 is 0x41d954fc40200000, 0.5f is
@@ -93,7 +94,7 @@ TEST(EventFile, CorruptedByteIsCaughtByTheIndependentCheck) {
   std::string bytes = read_file(path);
   bytes[bytes.size() - 6] ^= 0x01;
   std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;
-  const test::Result r = test::run({DL_TFEVENTS_DECODE, path});
+  const test::Result r = test::run({dl::test::kTfeventsDecode, path});
   if (r.code == 77) GTEST_SKIP() << r.err;
   EXPECT_EQ(r.code, 1);
   EXPECT_NE(r.err.find("record 1"), std::string::npos) << r.err;

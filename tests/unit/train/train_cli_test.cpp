@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "model/checkpoint.h"
+#include "support/build_paths.h"
 #include "support/data_sets.h"
 #include "support/files.h"
 #include "support/matchers.h"
@@ -21,7 +22,7 @@
 namespace dl::test {
 namespace {
 
-const std::string kTrain = DL_TRAIN_BIN;
+const std::string kTrain = dl::test::kTrainBin;
 constexpr std::chrono::seconds kRunTimeout{120};
 
 class TrainCli : public ::testing::Test {
