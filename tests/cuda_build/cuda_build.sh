@@ -78,7 +78,7 @@ mount_into --bind "$cache/ccache" /ccache
 in_chroot() {
   chroot "$chroot_dir" /usr/bin/env -i PATH=/usr/local/bin:/usr/bin:/bin HOME=/root \
     LC_ALL=C.UTF-8 LD_LIBRARY_PATH=$stub_dir CCACHE_DIR=/ccache CCACHE_BASEDIR=/src \
-    CCACHE_MAXSIZE=5G CI=true "$@" 8>&-
+    CCACHE_DEPEND=true CCACHE_MAXSIZE=5G CI=true "$@" 8>&-
 }
 logs=$chroot_dir/build-logs
 rm -rf "$chroot_dir/build" "$logs"

@@ -59,7 +59,7 @@ if ! flock -n 9; then
 fi
 
 build=$cache/build
-export CCACHE_DIR=$cache/ccache CCACHE_BASEDIR=$root CCACHE_MAXSIZE=${CCACHE_MAXSIZE:-2G}
+export CCACHE_DIR=$cache/ccache CCACHE_BASEDIR=$root CCACHE_DEPEND=true CCACHE_MAXSIZE=${CCACHE_MAXSIZE:-2G}
 # One build tree for every checkout: another checkout's tree is configured afresh (ccache keeps
 # the objects, so only the configure step and the links are redone).
 if [ -f "$build/CMakeCache.txt" ] &&

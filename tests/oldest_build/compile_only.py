@@ -53,6 +53,9 @@ def main():
     def compile_one(entry):
         words = [w for w in shlex.split(entry["command"]) if not w.startswith("-O")]
         words.insert(1, "-O0")
+        # compile_commands.json leaves the dependency flags out too; ccache's depend mode (set
+        # by oldest_build.sh) needs them, and skips the preprocessor on a miss with them.
+        words.append("-MD")
         if launcher and not words[0].endswith("ccache"):
             words.insert(0, launcher)
         output = os.path.join(entry["directory"], words[words.index("-o") + 1])

@@ -88,7 +88,8 @@ mount_into --bind "$cache/ccache" /ccache
 # PATH), without the lock's descriptor.
 in_chroot() {
   chroot "$chroot_dir" /usr/bin/env -i PATH=/opt/cmake/bin:/usr/local/bin:/usr/bin:/bin HOME=/root \
-    LC_ALL=C.UTF-8 CCACHE_DIR=/ccache CCACHE_BASEDIR=/src CCACHE_MAXSIZE=3G CI=true "$@" 8>&-
+    LC_ALL=C.UTF-8 CCACHE_DIR=/ccache CCACHE_BASEDIR=/src CCACHE_DEPEND=true \
+    CCACHE_MAXSIZE=3G CI=true "$@" 8>&-
 }
 logs=$chroot_dir/build-logs
 rm -rf "$chroot_dir/build" "$logs"

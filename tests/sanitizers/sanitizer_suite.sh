@@ -69,7 +69,7 @@ copy_tree "$src" "$work/src"
 src=$work/src
 build=$work/build
 logs=$work/logs
-export CCACHE_BASEDIR=$src
+export CCACHE_BASEDIR=$src CCACHE_DEPEND=true # as env/build.sh
 echo "sanitizers: $preset: source copied to $src in $((SECONDS - step_started)) s"
 
 step_started=$SECONDS
