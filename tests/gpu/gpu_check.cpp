@@ -21,7 +21,13 @@
 // Exit status: 0 all checks passed, 1 a check failed, 2 bad usage or no CUDA device for a
 // CUDA-only check.
 #include <ATen/ATen.h>
-#include <torch/torch.h>
+#include <torch/cuda.h>
+#include <torch/nn/functional/loss.h>
+#include <torch/nn/utils/clip_grad.h>
+#include <torch/optim/adamw.h>
+#include <torch/optim/sgd.h>
+#include <torch/types.h>
+#include <torch/utils.h>
 #include <torch/version.h>
 
 #include <chrono>

@@ -4,7 +4,8 @@
 // steps of the small CNN under bf16 autocast track fp32's losses within a stated tolerance.
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
-#include <torch/torch.h>
+#include <torch/optim/adamw.h>
+#include <torch/types.h>
 
 #include <cmath>
 #include <vector>

@@ -4,11 +4,13 @@
 // scaler skips on every rank when one rank's gradients overflow; a stop signal is agreed. And
 // the sampler's index lists (DistributedSampler's, checked by hand here and against Python's in
 // distributed_python_test.cpp), the bucket assignment, and the torchrun contract.
+#include <ATen/Parallel.h>
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
-#include <torch/torch.h>
+#include <torch/optim/adamw.h>
+#include <torch/types.h>
 #include <unistd.h>
 
 #include <algorithm>

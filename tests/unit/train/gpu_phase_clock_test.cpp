@@ -4,7 +4,8 @@
 #include "train/amp/gpu_phase_clock.h"
 
 #include <gtest/gtest.h>
-#include <torch/torch.h>
+#include <torch/cuda.h>
+#include <torch/types.h>
 
 #include "train/amp/cuda_support.h"
 

@@ -8,7 +8,13 @@
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
 #include <torch/csrc/jit/serialization/pickle.h>
-#include <torch/torch.h>
+#include <torch/nn/functional/loss.h>
+#include <torch/nn/utils/clip_grad.h>
+#include <torch/optim/adamw.h>
+#include <torch/optim/sgd.h>
+#include <torch/serialize.h>
+#include <torch/types.h>
+#include <torch/utils.h>
 
 #include <cmath>
 #include <fstream>

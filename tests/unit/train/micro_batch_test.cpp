@@ -6,7 +6,9 @@
 #include <ATen/ATen.h>
 #include <c10/util/Exception.h>
 #include <gtest/gtest.h>
-#include <torch/torch.h>
+#include <torch/optim/adamw.h>
+#include <torch/types.h>
+#include <torch/utils.h>
 
 #include <stdexcept>
 #include <string>

@@ -3,7 +3,8 @@
 
 #include <ATen/ATen.h>
 #include <c10/util/Exception.h>
-#include <torch/torch.h>
+#include <torch/types.h>
+#include <torch/utils.h>
 
 #include <algorithm>
 #include <string>

@@ -2,7 +2,10 @@
 #include "train/amp/train_step.h"
 
 #include <spdlog/spdlog.h>
-#include <torch/torch.h>
+#include <torch/nn/functional/loss.h>
+#include <torch/nn/utils/clip_grad.h>
+#include <torch/optim/optimizer.h>
+#include <torch/types.h>
 
 #include <chrono>
 #include <optional>

@@ -2,7 +2,7 @@
 #include "train/dist/distributed_sampler.h"
 
 #include <ATen/CPUGeneratorImpl.h>
-#include <torch/torch.h>
+#include <torch/types.h>
 
 namespace dl::train {
 

@@ -1,7 +1,7 @@
 // A training step's agreement between ranks (distributed_step.h).
 #include "train/dist/distributed_step.h"
 
-#include <torch/torch.h>
+#include <torch/types.h>
 
 #include <chrono>
 #include <limits>

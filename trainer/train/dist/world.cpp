@@ -1,7 +1,8 @@
 // Totals and broadcasts over the ranks (world.h).
 #include "train/dist/world.h"
 
-#include <torch/torch.h>
+#include <torch/types.h>
+#include <torch/utils.h>
 
 #include <map>
 

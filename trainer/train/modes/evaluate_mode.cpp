@@ -4,7 +4,9 @@
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
-#include <torch/torch.h>
+#include <torch/nn/functional/loss.h>
+#include <torch/types.h>
+#include <torch/utils.h>
 
 #include <cmath>
 #include <filesystem>

@@ -2,7 +2,8 @@
 #include "train/modes/inference_setup.h"
 
 #include <spdlog/spdlog.h>
-#include <torch/torch.h>
+#include <torch/types.h>
+#include <torch/utils.h>
 
 #include <algorithm>
 #include <array>

@@ -6,7 +6,11 @@
 #include "train/modes/probe_mode.h"
 
 #include <spdlog/spdlog.h>
-#include <torch/torch.h>
+#include <torch/nn/functional/loss.h>
+#include <torch/nn/utils/clip_grad.h>
+#include <torch/optim/adamw.h>
+#include <torch/types.h>
+#include <torch/utils.h>
 
 #include <chrono>
 #include <cstdio>
@@ -143,8 +147,7 @@ std::string probe_json(const ProbeReport& r) {
   out << "{\"batch\":" << r.batch << ",\"fits\":" << (r.fits() ? "true" : "false")
       << ",\"out_of_memory\":" << (r.out_of_memory ? "true" : "false")
       << ",\"peak_bytes\":" << r.peak_bytes << ",\"step_seconds\":" << seconds
-      << ",\"timed_steps\":" << r.timed_steps
-      << ",\"device\":" << JsonWriter::escape(r.device)
+      << ",\"timed_steps\":" << r.timed_steps << ",\"device\":" << JsonWriter::escape(r.device)
       << ",\"precision\":" << JsonWriter::escape(r.precision)
       << ",\"error\":" << JsonWriter::escape(r.error) << "}";
   return out.str();

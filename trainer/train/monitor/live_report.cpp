@@ -2,7 +2,8 @@
 #include "train/monitor/live_report.h"
 
 #include <spdlog/spdlog.h>
-#include <torch/torch.h>
+#include <torch/types.h>
+#include <torch/utils.h>
 #include <unistd.h>
 
 #include <ctime>

@@ -1,7 +1,7 @@
 // Counting predictions on the device (prediction_counter.h).
 #include "train/monitor/prediction_counter.h"
 
-#include <torch/torch.h>
+#include <torch/types.h>
 
 #include <algorithm>
 

@@ -3,7 +3,7 @@
 
 #include <c10/core/Event.h>
 #include <c10/core/impl/VirtualGuardImpl.h>
-#include <torch/torch.h>
+#include <torch/types.h>
 
 #include <thread>
 #include <vector>

@@ -2,7 +2,9 @@
 #include "train/run/pipeline_tuner.h"
 
 #include <sched.h>
-#include <torch/torch.h>
+#include <torch/optim/adamw.h>
+#include <torch/types.h>
+#include <torch/utils.h>
 
 #include <chrono>
 #include <cstdlib>

@@ -10,7 +10,9 @@
 #include <fcntl.h>
 #include <spdlog/spdlog.h>
 #include <sys/stat.h>
-#include <torch/torch.h>
+#include <torch/optim/adamw.h>
+#include <torch/types.h>
+#include <torch/utils.h>
 #include <unistd.h>
 
 #include <algorithm>

@@ -5,7 +5,9 @@
 #include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 #include <sys/stat.h>
-#include <torch/torch.h>
+#include <torch/optim/adamw.h>
+#include <torch/types.h>
+#include <torch/utils.h>
 #include <unistd.h>
 
 #include <algorithm>
