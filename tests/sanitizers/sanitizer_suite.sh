@@ -49,21 +49,8 @@ mkdir -p "$work"
 exec 8>"$work/.lock"
 flock 8
 
-# copy_tree FROM TO: TO becomes a copy of FROM's files (its build/ and .git/ left out); a file is
-# written only where its bytes differ, so an unchanged file keeps the time ninja knows.
-copy_tree() {
-  local from=$1 to=$2
-  mkdir -p "$to"
-  (cd "$from" && find . \( -path ./build -o -path ./.git \) -prune -o -type f -print0 |
-    xargs -0 -r sha1sum | LC_ALL=C sort -k 2) >"$work/sums.from"
-  (cd "$to" && find . \( -path ./build -o -path ./.git \) -prune -o -type f -print0 |
-    xargs -0 -r sha1sum | LC_ALL=C sort -k 2) >"$work/sums.to"
-  # Files gone from FROM leave TO; files new or changed in FROM are copied (paths without blanks).
-  LC_ALL=C join -1 2 -2 2 -v 2 -o 2.2 "$work/sums.from" "$work/sums.to" |
-    (cd "$to" && xargs -r -d '\n' rm -f --)
-  LC_ALL=C join -1 2 -2 2 -a 1 -e - -o 0,1.1,2.1 "$work/sums.from" "$work/sums.to" |
-    awk '$2 != $3 {print $1}' | (cd "$from" && xargs -r -d '\n' cp --parents --preserve=mode -t "$to" --)
-}
+# shellcheck source=SCRIPTDIR/../support/copy_tree.sh
+source "$src/tests/support/copy_tree.sh"
 step_started=$SECONDS
 copy_tree "$src" "$work/src"
 src=$work/src
