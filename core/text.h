@@ -22,6 +22,11 @@ inline bool starts_with(std::string_view s, std::string_view prefix) {
 inline bool ends_with(std::string_view s, std::string_view suffix) {
   return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
 }
+// `text` up to its first newline: a multi-line message (LibTorch's carry a backtrace) reported on
+// one line.
+inline std::string first_line(std::string_view text) {
+  return std::string(text.substr(0, text.find('\n')));
+}
 // What follows a path's last '/': a program's name in a line that needs no full path.
 inline std::string base_name(const std::string& path) {
   return path.substr(path.rfind('/') + 1);

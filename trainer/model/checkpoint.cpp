@@ -3,6 +3,7 @@
 #include "model/checkpoint.h"
 
 #include "core/files.h"
+#include "core/text.h"
 #include "model/bytes_adapter.h"
 #include "model/libtorch_private.h"
 #include "model/pickle_scan.h"
@@ -360,11 +361,6 @@ class Decoder {
 
   std::string path_;
 };
-
-// LibTorch's messages span lines; the trainer reports errors on one.
-std::string first_line(const std::string& text) {
-  return text.substr(0, text.find('\n'));
-}
 
 // LibTorch 1.13's unpickler lacks the APPEND and SETITEM opcodes (Python's pickle of a one-element
 // list or dict, such as param_groups with one group), and every version reads an OrderedDict (a

@@ -3,6 +3,7 @@
 // parameters, state and modes go through the scripted module, whose names are the Python
 // module's, so its state loads back into that module in Python.
 #include "core/files.h"
+#include "core/text.h"
 #include "model/builders.h"
 #include "model/bytes_adapter.h"
 #include "model/freeze.h"
@@ -23,11 +24,6 @@ namespace {
 
 std::string join(const std::string& prefix, const std::string& key) {
   return prefix.empty() ? key : prefix + "." + key;
-}
-
-// LibTorch's messages span lines; the trainer reports errors on one.
-std::string first_line(const std::string& text) {
-  return text.substr(0, text.find('\n'));
 }
 
 class ScriptModel final : public Model {

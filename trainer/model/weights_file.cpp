@@ -5,6 +5,7 @@
 
 #include "core/errors.h"
 #include "core/files.h"
+#include "core/text.h"
 #include "model/bytes_adapter.h"
 #include "model/state_pickle.h"
 #include "model/zip_scan.h"
@@ -28,10 +29,6 @@ constexpr const char* kExpected =
 
 [[noreturn]] void not_weights(const std::string& path, const std::string& what) {
   throw UserError(exit_code::kBadData, "--init-from " + path + ": " + what + "; " + kExpected);
-}
-
-std::string first_line(const std::string& text) {
-  return text.substr(0, text.find('\n'));
 }
 
 bool starts_with(const std::vector<char>& bytes, const char* magic, std::size_t n) {

@@ -49,10 +49,6 @@ milliseconds to_ms(double seconds) {
   return milliseconds(static_cast<std::int64_t>(seconds * 1000.0));
 }
 
-std::string first_line(const std::string& text) {
-  return text.substr(0, text.find('\n'));
-}
-
 int read_int(const EnvRead& read, const char* name, int fallback, std::int64_t min,
              std::int64_t max) {
   const auto text = read(name);

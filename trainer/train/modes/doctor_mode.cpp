@@ -19,6 +19,7 @@
 
 #include "core/errors.h"
 #include "core/json.h"
+#include "core/seconds_since.h"
 #include "data/image_decode.h"
 #include "data/image_header.h"
 #include "data/jpeg_region.h"
@@ -34,10 +35,6 @@ namespace dl::train {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-double seconds_since(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
 
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());

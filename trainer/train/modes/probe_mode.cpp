@@ -29,6 +29,7 @@
 #include "core/json.h"
 #include "core/settings.h"
 #include "core/step_timing.h"
+#include "core/text.h"
 #include "data/batch.h"
 #include "data/buffer_pool.h"
 #include "model/model.h"
@@ -217,7 +218,7 @@ int run_probe(const TrainConfig& config, std::int64_t batch) {
   if (!report.error.empty()) {
     spdlog::warn("probe at batch {} failed: {}", batch, report.error);
     // The first line only: the launcher shows it in a table row.
-    report.error = report.error.substr(0, report.error.find('\n'));
+    report.error = first_line(report.error);
   }
   std::cout << probe_json(report) << std::endl;
   return exit_code::kOk;

@@ -11,6 +11,7 @@
 #include <optional>
 #include <vector>
 
+#include "core/seconds_since.h"
 #include "data/loader.h"
 #include "train/amp/train_step.h"
 #include "train/run/model_setup.h"
@@ -19,10 +20,6 @@ namespace dl::train {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-double seconds_since(Clock::time_point t0) {
-  return std::chrono::duration<double>(Clock::now() - t0).count();
-}
 
 // Each measurement repeats until it has `most` samples or `budget` seconds, with one at least.
 constexpr int kMostBatches = 6;

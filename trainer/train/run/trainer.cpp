@@ -23,6 +23,7 @@
 
 #include "core/errors.h"
 #include "core/files.h"
+#include "core/seconds_since.h"
 #include "core/text.h"
 #include "core/workspace.h"
 #include "data/packed_decode.h"
@@ -43,10 +44,6 @@ namespace dl::train {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-double seconds_since(Clock::time_point t) {
-  return std::chrono::duration<double>(Clock::now() - t).count();
-}
 
 // The learning rate of CosineAnnealingLR(T_max = epochs, eta_min = 0) stepped once per epoch.
 double cosine_lr(double base, int epoch_index, int epochs) {
