@@ -48,7 +48,7 @@ std::string save_weights(const TempDir& dir, Model& model, const std::string& na
   return dir / name;
 }
 
-std::pair<int, std::string> refusal(const std::string& path) {
+std::pair<int, std::string> weights_refusal(const std::string& path) {
   try {
     read_weights_file(path);
   } catch (const UserError& e) {
@@ -77,26 +77,26 @@ TEST(WeightsFile, FilesThatHoldNoWeightsAreRefusedSayingWhatTheyAre) {
       "; expected a torch.save file of a state dict (torch.save(model.state_dict(), f)) or a "
       "dl-train checkpoint";
   write_file(dir / "notes.txt", "conv1.weight = 3\n");
-  EXPECT_EQ(refusal(dir / "notes.txt"),
+  EXPECT_EQ(weights_refusal(dir / "notes.txt"),
             std::make_pair(65, "--init-from " + dir / "notes.txt" +
                                    ": a text file, not a zip archive" + tail));
   write_file(dir / "empty.pt", "");
-  EXPECT_EQ(refusal(dir / "empty.pt"),
+  EXPECT_EQ(weights_refusal(dir / "empty.pt"),
             std::make_pair(65, "--init-from " + dir / "empty.pt" + ": the file is empty" + tail));
   // Legacy torch.save begins with the pickled magic number 0x1950a86a20f9469cfc6c.
   write_file(dir / "old.pth", std::string("\x80\x02\x8a\x0a\x6c\xfc\x9c\x46\xf9\x20\x6a\xa8\x50\x19"
                                           "\x2e",
                                           15));
-  EXPECT_EQ(refusal(dir / "old.pth").first, 65);
-  EXPECT_NE(refusal(dir / "old.pth").second.find("legacy (pre-1.6, non-zip) torch.save file"),
+  EXPECT_EQ(weights_refusal(dir / "old.pth").first, 65);
+  EXPECT_NE(weights_refusal(dir / "old.pth").second.find("legacy (pre-1.6, non-zip) torch.save file"),
             std::string::npos);
-  EXPECT_EQ(refusal(dir / "missing.pt").first, 66);
+  EXPECT_EQ(weights_refusal(dir / "missing.pt").first, 66);
 
   auto model = make_model({"cnn", 1, 10, 28});
   const std::string whole = read_file(save_weights(dir, *model, "w.pt"));
   for (const std::size_t keep : {whole.size() / 2, whole.size() - 30, std::size_t{100}}) {
     write_file(dir / "cut.pt", whole.substr(0, keep));
-    const auto [code, line] = refusal(dir / "cut.pt");
+    const auto [code, line] = weights_refusal(dir / "cut.pt");
     EXPECT_EQ(code, 65) << keep;
     EXPECT_EQ(line.rfind("--init-from " + dir / "cut.pt" + ": ", 0), 0u) << line;
     EXPECT_EQ(line.find('\n'), std::string::npos) << line;

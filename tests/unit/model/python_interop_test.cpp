@@ -140,22 +140,22 @@ torch.save({"model_state_dict": cnn.state_dict(), "optimizer_state_dict": optimi
 print("OK")
 )";
 
-struct Batch {
+struct InteropBatch {
   at::Tensor input;
   at::Tensor target;
 };
 
-Batch fixed_batch() {
+InteropBatch interop_batch() {
   at::manual_seed(11);
   return {at::randn({16, 1, 28, 28}), at::randint(0, 10, {16})};
 }
 
-torch::optim::AdamWOptions adamw_options() {
+torch::optim::AdamWOptions interop_adamw_options() {
   return torch::optim::AdamWOptions(1e-2).weight_decay(0.05).betas({0.8, 0.95});
 }
 
 // Returns the loss before each step, plus the loss after the last.
-std::vector<double> train(Model& model, torch::optim::AdamW& optimizer, const Batch& batch,
+std::vector<double> train(Model& model, torch::optim::AdamW& optimizer, const InteropBatch& batch,
                           int steps) {
   std::vector<double> losses;
   model.set_training(true);
@@ -189,8 +189,8 @@ TEST(PythonInterop, CheckpointLoadsIntoTorchvisionAndPythonModules) {
   if (!kPythonHasTorchvision) GTEST_SKIP() << kNoTorchvision;
   TempDir dir;
   auto cnn = make_model({"cnn", 1, 10, 28});
-  torch::optim::AdamW optimizer(cnn->parameters(), adamw_options());
-  train(*cnn, optimizer, fixed_batch(), 2);
+  torch::optim::AdamW optimizer(cnn->parameters(), interop_adamw_options());
+  train(*cnn, optimizer, interop_batch(), 2);
   CheckpointData cnn_data;
   cnn_data.model_state = cnn->state();
   cnn_data.optimizer = export_adamw(optimizer, cnn->parameters());
@@ -224,9 +224,9 @@ TEST(PythonInterop, ScriptedModelTrainsHereAndGoesBack) {
   ASSERT_EQ(exported.code, 0) << show(exported);
 
   auto model = make_model({dir.file("scripted.pt"), 1, 10, 28});
-  torch::optim::AdamW optimizer(model->parameters(), adamw_options());
+  torch::optim::AdamW optimizer(model->parameters(), interop_adamw_options());
   const int steps = 12;
-  const auto losses = train(*model, optimizer, fixed_batch(), steps);
+  const auto losses = train(*model, optimizer, interop_batch(), steps);
   EXPECT_LT(losses.back(), losses.front() * 0.5) << "loss did not fall";
 
   CheckpointData data;

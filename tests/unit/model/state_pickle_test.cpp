@@ -28,7 +28,7 @@ PickledStateDict read(const std::string& program) {
                                 program.size());
 }
 
-std::string refusal(const std::string& program) {
+std::string pickle_refusal(const std::string& program) {
   try {
     read(program);
   } catch (const StateDictError& e) {
@@ -93,12 +93,12 @@ TEST(StatePickle, RefusesADisallowedGlobalWithoutRunningIt) {
   // os.system("touch <marker>"): Python's pickle would run it.
   const std::string command = "touch " + marker.string();
   const std::string program = kHead + "cos\nsystem\n" + u(command) + "\x85R.";
-  EXPECT_EQ(refusal(program),
+  EXPECT_EQ(pickle_refusal(program),
             "the pickle names the global os.system, which a weights file has no use for "
             "(refused, not run)");
   EXPECT_FALSE(std::filesystem::exists(marker));
   // The same through STACK_GLOBAL, as protocol 4 writes it.
-  EXPECT_NE(refusal(kHead + u("builtins") + u("eval") + "\x93" + u("1") + "\x85R.")
+  EXPECT_NE(pickle_refusal(kHead + u("builtins") + u("eval") + "\x93" + u("1") + "\x85R.")
                 .find("global builtins.eval"),
             std::string::npos);
 }
@@ -107,50 +107,50 @@ TEST(StatePickle, RefusesViewsOutsideTheirStorage) {
   // 2x3 with strides 3,1 at offset 4 reaches element 4 + 3 + 2 = 9 of 9.
   const std::string program =
       kHead + "}(" + u("w") + tensor("0", 9, 4, "K\x02K\x03\x86", "K\x03K\x01\x86") + "u.";
-  EXPECT_NE(refusal(program).find("REDUCE: a tensor's view reaches element 9 of a storage of 9"),
+  EXPECT_NE(pickle_refusal(program).find("REDUCE: a tensor's view reaches element 9 of a storage of 9"),
             std::string::npos)
-      << refusal(program);
+      << pickle_refusal(program);
 }
 
 TEST(StatePickle, SaysWhatItHoldsInstead) {
-  EXPECT_EQ(refusal(kHead + "]."), "the file holds a list, not a dict of tensors");
-  EXPECT_EQ(refusal(kHead + "}."), "the file holds an empty dict");
+  EXPECT_EQ(pickle_refusal(kHead + "]."), "the file holds a list, not a dict of tensors");
+  EXPECT_EQ(pickle_refusal(kHead + "}."), "the file holds an empty dict");
   EXPECT_EQ(
-      refusal(kHead + "}(" + u("epoch") + "K\x01" + u("lr") + "G" + std::string(8, '\0') + "u."),
+      pickle_refusal(kHead + "}(" + u("epoch") + "K\x01" + u("lr") + "G" + std::string(8, '\0') + "u."),
       "the file holds a dict without tensors (keys 'epoch', 'lr') and no "
       "'model_state_dict', 'state_dict' or 'model'");
-  EXPECT_EQ(refusal(kHead + "}" + u("model") + "}s."), "its 'model' entry holds no tensors");
+  EXPECT_EQ(pickle_refusal(kHead + "}" + u("model") + "}s."), "its 'model' entry holds no tensors");
 }
 
 TEST(StatePickle, RefusesMalformedPrograms) {
-  EXPECT_EQ(refusal(""), "the pickle ends without its STOP opcode");
-  EXPECT_EQ(refusal(kHead + "X\xff\xff\xff\x7f."),
+  EXPECT_EQ(pickle_refusal(""), "the pickle ends without its STOP opcode");
+  EXPECT_EQ(pickle_refusal(kHead + "X\xff\xff\xff\x7f."),
             "the pickle is truncated or corrupt: a string of 2147483647 bytes at byte 2 runs "
             "past the end of the 8-byte pickle");
-  EXPECT_EQ(refusal(kHead + "h\x05."),
+  EXPECT_EQ(pickle_refusal(kHead + "h\x05."),
             "the pickle's opcode at byte 2 reads memo entry 5, which was never stored");
   // Stack underflows are found by the walk before the interpreter runs (model/pickle_scan.h).
-  EXPECT_EQ(refusal(kHead + "t."),
+  EXPECT_EQ(pickle_refusal(kHead + "t."),
             "the pickle is truncated or corrupt: an opcode that needs a MARK, with none at byte 2 "
             "of the 4-byte pickle");
-  EXPECT_EQ(refusal(kHead + "(R."),
+  EXPECT_EQ(pickle_refusal(kHead + "(R."),
             "the pickle is truncated or corrupt: an opcode that takes 2 value(s) from a stack "
             "holding 0 (since the last MARK) at byte 3 of the 5-byte pickle");
-  EXPECT_EQ(refusal(kHead + "I1\n."),
+  EXPECT_EQ(pickle_refusal(kHead + "I1\n."),
             "the pickle's opcode 0x49 at byte 2 is not one a weights file uses (refused)");
-  EXPECT_EQ(refusal(kHead + "}}."), "the pickle leaves 2 values on its stack, not 1");
+  EXPECT_EQ(pickle_refusal(kHead + "}}."), "the pickle leaves 2 values on its stack, not 1");
 }
 
 TEST(StatePickle, AListHoldingItselfIsReadWithoutALeak) {
   // l = []; l.append(l); {"l": l}: reference counting would leak the cycle (LeakSanitizer).
-  EXPECT_EQ(refusal(kHead +
+  EXPECT_EQ(pickle_refusal(kHead +
                     "]q\x00h\x00"
                     "a}"s +
                     u("l") +
                     "h\x00s"
                     "\x85."s),
             "the pickle leaves 2 values on its stack, not 1");
-  EXPECT_EQ(refusal(kHead +
+  EXPECT_EQ(pickle_refusal(kHead +
                     "]q\x00h\x00"
                     "a0}"s +
                     u("l") + "h\x00s."s),
