@@ -15,8 +15,9 @@ file's compile time (bench/NOTES.md: the headers' parsing is most of it) and kee
 
     compile_only.py BUILD_DIR FOLDER [JOBS]
 
-Prints one line per file and, for each that fails, the first lines of the compiler's output; exit
-status 0 when every one compiled, 1 when any failed, 2 when none names FOLDER.
+Prints one line per compile (a unity batch, DL_UNITY_LIBTORCH, is one) and, for each that fails,
+the first lines of the compiler's output, then how many compiles and source files; exit status 0
+when every one compiled, 1 when any failed, 2 when none names FOLDER.
 """
 import concurrent.futures
 import json
@@ -37,6 +38,16 @@ def ccache_of(build):
     except OSError:
         pass
     return None
+
+
+def sources_of(entry):
+    """The source files a compile command covers: a unity build's batch (CMake's unity_N_cxx.cxx,
+    DL_UNITY_LIBTORCH) includes several by absolute path; any other file is its own."""
+    name = os.path.basename(entry["file"])
+    if not (name.startswith("unity_") and name.endswith(".cxx")):
+        return [entry["file"]]
+    with open(entry["file"]) as f:
+        return [line.split('"')[1] for line in f if line.startswith('#include "')]
 
 
 def main():
@@ -73,7 +84,8 @@ def main():
                 print("\n".join(out.splitlines()[:40]), flush=True)
             elif out.strip():  # warnings are errors in this build; anything else is worth seeing
                 print(out, flush=True)
-    print(f"compile_only: {len(entries) - failed} of {len(entries)} compiled")
+    sources = sum(len(sources_of(e)) for e in entries)
+    print(f"compile_only: {len(entries) - failed} of {len(entries)} compiled, {sources} source files")
     return 1 if failed else 0
 
 
