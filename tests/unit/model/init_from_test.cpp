@@ -88,8 +88,9 @@ TEST(WeightsFile, FilesThatHoldNoWeightsAreRefusedSayingWhatTheyAre) {
                                           "\x2e",
                                           15));
   EXPECT_EQ(weights_refusal(dir / "old.pth").first, 65);
-  EXPECT_NE(weights_refusal(dir / "old.pth").second.find("legacy (pre-1.6, non-zip) torch.save file"),
-            std::string::npos);
+  EXPECT_NE(
+      weights_refusal(dir / "old.pth").second.find("legacy (pre-1.6, non-zip) torch.save file"),
+      std::string::npos);
   EXPECT_EQ(weights_refusal(dir / "missing.pt").first, 66);
 
   auto model = make_model({"cnn", 1, 10, 28});

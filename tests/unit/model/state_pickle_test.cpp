@@ -107,18 +107,19 @@ TEST(StatePickle, RefusesViewsOutsideTheirStorage) {
   // 2x3 with strides 3,1 at offset 4 reaches element 4 + 3 + 2 = 9 of 9.
   const std::string program =
       kHead + "}(" + u("w") + tensor("0", 9, 4, "K\x02K\x03\x86", "K\x03K\x01\x86") + "u.";
-  EXPECT_NE(pickle_refusal(program).find("REDUCE: a tensor's view reaches element 9 of a storage of 9"),
-            std::string::npos)
+  EXPECT_NE(
+      pickle_refusal(program).find("REDUCE: a tensor's view reaches element 9 of a storage of 9"),
+      std::string::npos)
       << pickle_refusal(program);
 }
 
 TEST(StatePickle, SaysWhatItHoldsInstead) {
   EXPECT_EQ(pickle_refusal(kHead + "]."), "the file holds a list, not a dict of tensors");
   EXPECT_EQ(pickle_refusal(kHead + "}."), "the file holds an empty dict");
-  EXPECT_EQ(
-      pickle_refusal(kHead + "}(" + u("epoch") + "K\x01" + u("lr") + "G" + std::string(8, '\0') + "u."),
-      "the file holds a dict without tensors (keys 'epoch', 'lr') and no "
-      "'model_state_dict', 'state_dict' or 'model'");
+  EXPECT_EQ(pickle_refusal(kHead + "}(" + u("epoch") + "K\x01" + u("lr") + "G" +
+                           std::string(8, '\0') + "u."),
+            "the file holds a dict without tensors (keys 'epoch', 'lr') and no "
+            "'model_state_dict', 'state_dict' or 'model'");
   EXPECT_EQ(pickle_refusal(kHead + "}" + u("model") + "}s."), "its 'model' entry holds no tensors");
 }
 
@@ -144,16 +145,16 @@ TEST(StatePickle, RefusesMalformedPrograms) {
 TEST(StatePickle, AListHoldingItselfIsReadWithoutALeak) {
   // l = []; l.append(l); {"l": l}: reference counting would leak the cycle (LeakSanitizer).
   EXPECT_EQ(pickle_refusal(kHead +
-                    "]q\x00h\x00"
-                    "a}"s +
-                    u("l") +
-                    "h\x00s"
-                    "\x85."s),
+                           "]q\x00h\x00"
+                           "a}"s +
+                           u("l") +
+                           "h\x00s"
+                           "\x85."s),
             "the pickle leaves 2 values on its stack, not 1");
   EXPECT_EQ(pickle_refusal(kHead +
-                    "]q\x00h\x00"
-                    "a0}"s +
-                    u("l") + "h\x00s."s),
+                           "]q\x00h\x00"
+                           "a0}"s +
+                           u("l") + "h\x00s."s),
             "the pickle's opcode 0x30 at byte 8 is not one a weights file uses (refused)");
 }
 
