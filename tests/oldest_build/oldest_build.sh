@@ -215,12 +215,13 @@ in_chroot python3 /src/tests/oldest_build/compile_only.py /build/core /opt/libto
   { grep -A 40 FAILED "$logs/build-torch.log" | grep -m 30 -E 'FAILED|error|warning' >&2 || tail -30 "$logs/build-torch.log" >&2
     fail "compiling LibTorch's translation units (log: $logs/build-torch.log)"; }
 # Counted in source files: a unity batch compiles several (DL_UNITY_LIBTORCH).
-objects=$(sed -n 's/^compile_only: .* compiled, \([0-9]*\) source files$/\1/p' "$logs/build-torch.log")
+read -r compiles objects < <(sed -n 's/^compile_only: [0-9]* of \([0-9]*\) compiled, \([0-9]*\) source files$/\1 \2/p' \
+  "$logs/build-torch.log") || true
 [ "${objects:-0}" -ge 50 ] ||
   fail "only ${objects:-0} source files include LibTorch: expected the trainer's (log: $logs/build-torch.log)"
 say "ccache: $(in_chroot ccache --print-stats 2>/dev/null |
   awk -F'\t' '$1 ~ /^(direct_cache_hit|preprocessed_cache_hit|cache_miss)$/ {printf "%s %s ", $1, $2}')"
-say "$objects source files compiled (in $(grep -c '^\[[0-9]*/[0-9]*\] compiled ' "$logs/build-torch.log") compiles) with $compiler against LibTorch $(awk '/^#define TORCH_VERSION_(MAJOR|MINOR|PATCH) / {printf "%s%s", sep, $3; sep = "."}' \
+say "$objects source files compiled (in $compiles compiles) with $compiler against LibTorch $(awk '/^#define TORCH_VERSION_(MAJOR|MINOR|PATCH) / {printf "%s%s", sep, $3; sep = "."}' \
   "$chroot_dir/opt/libtorch-1.13/include/torch/csrc/api/include/torch/version.h")"
 
 echo "oldest-build: [$((SECONDS - step_started)) s] done"
