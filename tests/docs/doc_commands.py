@@ -121,6 +121,8 @@ class Tally:
     passed: int = 0
     failed: int = 0
     skipped: int = 0
+    # Printed again at the end: a log shown by its head and tail (CI's) still holds them.
+    failures: list = field(default_factory=list)
 
     def report(self, where, kind, verdict, why):
         print(f"{where}: {kind} {verdict}: {why}", flush=True)
@@ -128,6 +130,7 @@ class Tally:
             self.passed += 1
         elif verdict == "FAIL":
             self.failed += 1
+            self.failures.append(f"{where}: {kind} {verdict}: {why}")
         else:
             self.skipped += 1
 
@@ -906,6 +909,10 @@ def main():
     finally:
         runner.cleanup()
     print(f"wall time {time.monotonic() - started:.0f} s")
+    if tally.failures:
+        print("failed, again:")
+        for failure in tally.failures:
+            print(failure)
     print(f"{tally.passed} passed, {tally.failed} failed, {tally.skipped} skipped")
     if tally.failed:
         return 1
