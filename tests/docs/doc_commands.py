@@ -438,13 +438,17 @@ class Runner:
             out, _ = proc.communicate(timeout=timeout)
             code = proc.returncode
         except subprocess.TimeoutExpired:
+            # What was still running, for the report: which process of the command hung.
+            ps = subprocess.run(["ps", "-o", "pid,ppid,stat,etime,args", "-s", str(proc.pid)],
+                                capture_output=True, text=True).stdout
             os.killpg(proc.pid, signal.SIGTERM)
             try:
                 out, _ = proc.communicate(timeout=30)
             except subprocess.TimeoutExpired:
                 os.killpg(proc.pid, signal.SIGKILL)
                 out, _ = proc.communicate()
-            return 124, out.decode(errors="replace") + f"\n[timed out after {timeout} s]"
+            return 124, (out.decode(errors="replace") + f"\n[timed out after {timeout} s; "
+                         f"then running:]\n{ps}")
         try:
             os.killpg(proc.pid, signal.SIGKILL)   # nothing it started outlives it
         except ProcessLookupError:
