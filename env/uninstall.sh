@@ -80,3 +80,10 @@ if [ "${#folders[@]}" -gt 0 ]; then
   done < <(printf '%s\n' "${folders[@]}" | sort -u | awk '{ print length($0) " " $0 }' | sort -rn | cut -d' ' -f2-)
 fi
 echo "uninstall.sh: removed $removed file(s) that env/install.sh installed in $prefix"
+# Another install (root's in /usr/local, a user's in ~/.local) still answers by these names: say
+# so, or the user takes the removal for a failure.
+for program in dl-launch dl-train; do
+  if other=$(command -v "$program" 2>/dev/null); then
+    echo "uninstall.sh: $program still runs from $other, another install (not this one's list)"
+  fi
+done

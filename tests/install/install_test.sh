@@ -99,10 +99,16 @@ grep -qxF "$site/dl_plan/__init__.py" <<<"$login" || fail "dl_plan was not impor
 [[ "$imports" != *dl_loader* ]] || grep -qxF "$site/dl_loader/__init__.py" <<<"$login" ||
   fail "dl_loader was not imported from $site"
 
-echo "== bash env/uninstall.sh --user"
-out=$(clean PATH="$tools_path" bash "$repo/env/uninstall.sh" --user 2>&1) ||
+echo "== bash env/uninstall.sh --user (with another dl-launch on PATH, as root's in /usr/local)"
+other=$tmp/other-install/bin
+mkdir -p "$other"
+printf '#!/bin/sh\necho another\n' >"$other/dl-launch"
+chmod +x "$other/dl-launch"
+out=$(clean PATH="$other:$tools_path" bash "$repo/env/uninstall.sh" --user 2>&1) ||
   fail "env/uninstall.sh exited $?: $out"
 echo "$out" | tail -3
+grep -qxF "uninstall.sh: dl-launch still runs from $other/dl-launch, another install (not this one's list)" <<<"$out" ||
+  fail "the uninstall did not say that another dl-launch still answers"
 for file in "${installed[@]}"; do
   [ ! -e "$file" ] || fail "left after the uninstall: $file"
 done
