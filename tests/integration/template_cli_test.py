@@ -20,6 +20,7 @@ epochs that reaches the run is read from the --json lines, one per epoch.
 
 import argparse
 import json
+import math
 import os
 import shutil
 import signal
@@ -279,8 +280,15 @@ class TrainPyCommandLine(unittest.TestCase):
         after = self.checkpoint()
         self.assertEqual((after["epoch"], after["steps"], after["last_epoch"]), (4, [8], 4))
         with open(os.path.join(self.ws, "runs/r/metrics.csv")) as f:
-            self.assertEqual([l.split(",")[0] for l in f.read().splitlines()[1:]],
-                             ["1", "2", "3", "4"])
+            rows = [l.split(",") for l in f.read().splitlines()[1:]]
+        self.assertEqual([row[0] for row in rows], ["1", "2", "3", "4"])
+        # Each epoch's rate is the cosine over the epochs asked for at that start (2, 2, 3, 4), as
+        # dl-train's: a resume with more epochs does not keep the ended schedule's 0.
+        base = float(rows[0][5])
+        cosine = [base * (1 + math.cos(math.pi * e / t)) / 2 for e, t in ((0, 2), (1, 2), (2, 3),
+                                                                          (3, 4))]
+        for row, want in zip(rows, cosine):
+            self.assertAlmostEqual(float(row[5]) / base, want / base, places=6, msg=row)
         # Resumed past the epochs asked for: nothing to train, said so, exit 0.
         r = self.run_train(run + ["--epochs", "4", "--resume"])
         self.assertEqual(self.epochs_run(r), [])

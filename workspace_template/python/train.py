@@ -63,6 +63,7 @@ With --json, one JSON object per epoch goes to stdout (and nothing else does).
 import argparse
 import gzip
 import json
+import math
 import os
 import sys
 import time
@@ -487,8 +488,14 @@ class OptimizedTrainer:
         if not ckpt.get("scheduler_state_dict"):
             for _ in range(epoch):  # dl-train's checkpoint: the schedule by its epoch count
                 self.scheduler.step()
-        # The schedule spans the epochs asked for now (--epochs may have grown).
-        self.scheduler.T_max = self.cfg.epochs
+        # The schedule spans the epochs asked for now (--epochs may have grown). The scheduler
+        # makes each rate from the one before (a chained formula), so the current rate is set
+        # from the closed form first: an ended schedule's 0 would otherwise stay 0.
+        sched = self.scheduler
+        sched.T_max = self.cfg.epochs
+        at = (1 + math.cos(math.pi * sched.last_epoch / sched.T_max)) / 2
+        for group, base in zip(self.optimizer.param_groups, sched.base_lrs):
+            group["lr"] = sched.eta_min + (base - sched.eta_min) * at
         self.start_epoch = epoch
         self.last_acc = float(ckpt.get("val_acc", 0.0))
         self.best = float(ckpt.get("best_val_acc", self.last_acc))
