@@ -233,8 +233,11 @@ std::string render_text(const Launch& l, bool dry_run) {
   out << "\n  workspace  " << l.workspace << "\n";
   if (l.config_file) out << "  config     " << *l.config_file << "\n";
   out << "  run dir    " << l.run_dir << (dry_run ? "  (not created: dry run)" : "") << "\n";
-  // dl-train writes the report; another program writes what it writes.
-  if (!dry_run && l.request.default_program) {
+  // dl-train's training writes the report; its evaluate and predict (`dl-launch evaluate`) write
+  // their results beside the checkpoint, and another program writes what it writes.
+  const bool trainer_subcommand =
+      l.command.size() > 1 && (l.command[1] == "evaluate" || l.command[1] == "predict");
+  if (!dry_run && l.request.default_program && !trainer_subcommand) {
     out << "  report     " << l.run_dir << "/report.html  (dl-train rewrites it at each epoch "
         << "end; open it in a browser)\n";
   }

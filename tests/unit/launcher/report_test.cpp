@@ -104,6 +104,11 @@ TEST(ReportText, RunSectionAndWarnings) {
   EXPECT_THAT(text, Not(HasSubstr("dry run")));
   EXPECT_THAT(text, Not(HasSubstr("  user ")));  // no run_as: the launcher's own user
   EXPECT_THAT(text, HasSubstr("\nwarnings\n  ! /dev/shm is small\n"));
+  // dl-train's evaluate and predict write no report.html.
+  for (const char* word : {"evaluate", "predict"}) {
+    l.command = {"/usr/bin/dl-train", word, "--checkpoint", "/ws/runs/r1/best.pt"};
+    EXPECT_THAT(render_text(l, false), Not(HasSubstr("report.html"))) << word;
+  }
 }
 
 TEST(ReportText, DryRunSaysTheRunDirectoryIsNotCreated) {
