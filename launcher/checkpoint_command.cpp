@@ -23,7 +23,7 @@ std::optional<CheckpointCommand> split_checkpoint_command(
     int argc, const char* const argv[], bool (*takes_value)(const std::string& name)) {
   if (argc < 2) return std::nullopt;
   const std::string word = argv[1];
-  if (word != "evaluate" && word != "predict") return std::nullopt;
+  if (!is_checkpoint_word(word)) return std::nullopt;
   CheckpointCommand c;
   c.word = word;
   c.launcher_args.emplace_back(argv[0]);

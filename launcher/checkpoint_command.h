@@ -17,6 +17,11 @@ struct CheckpointCommand {
   std::vector<std::string> trainer_args;   // after `dl-train <word>`
 };
 
+// Whether `word` is one of dl-train's checkpoint subcommands, evaluate or predict.
+inline bool is_checkpoint_word(const std::string& word) {
+  return word == "evaluate" || word == "predict";
+}
+
 // nullopt unless argv[1] is evaluate or predict. `takes_value(name)` says whether the launcher's
 // option --name (or -n) consumes the next argument.
 std::optional<CheckpointCommand> split_checkpoint_command(

@@ -6,6 +6,7 @@
 
 #include "core/json.h"
 #include "core/text.h"
+#include "launcher/checkpoint_command.h"
 #include "launcher/cuda_compat.h"
 
 namespace dl {
@@ -235,8 +236,7 @@ std::string render_text(const Launch& l, bool dry_run) {
   out << "  run dir    " << l.run_dir << (dry_run ? "  (not created: dry run)" : "") << "\n";
   // dl-train's training writes the report; its evaluate and predict (`dl-launch evaluate`) write
   // their results beside the checkpoint, and another program writes what it writes.
-  const bool trainer_subcommand =
-      l.command.size() > 1 && (l.command[1] == "evaluate" || l.command[1] == "predict");
+  const bool trainer_subcommand = l.command.size() > 1 && is_checkpoint_word(l.command[1]);
   if (!dry_run && l.request.default_program && !trainer_subcommand) {
     out << "  report     " << l.run_dir << "/report.html  (dl-train rewrites it at each epoch "
         << "end; open it in a browser)\n";

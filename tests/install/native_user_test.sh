@@ -42,12 +42,18 @@ for tool in bash id dirname dpkg-query apt-get apt-cache grep sed readlink cat; 
   ln -s "$(command -v "$tool")" "$nosudo/$tool"
 done
 
+# The demo's install step (its flags) from the copy in DIR, as the user, with no sudo on PATH:
+# sets `out` and `rc`.
+demo_install() {
+  rc=0
+  out=$(as_user env PATH="$nosudo" bash "$1/install-native.sh" --no-image-tools \
+    --no-deploy-tools 2>&1) || rc=$?
+  echo "$out"
+}
+
 echo "== every package present: the demo's install step as a user without sudo"
 copy "$tmp/present" ""
-rc=0
-out=$(as_user env PATH="$nosudo" bash "$tmp/present/install-native.sh" --no-image-tools \
-  --no-deploy-tools 2>&1) || rc=$?
-echo "$out"
+demo_install "$tmp/present"
 if [ "$rc" -eq 77 ] && grep -q "packages are missing" <<<"$out"; then
   echo "SKIPPED: this machine lacks some of the demo's packages (env/install-native.sh as root installs them)"
   exit 77
@@ -57,10 +63,7 @@ grep -q "^install-native.sh: all [0-9]* packages present$" <<<"$out" || fail "no
 
 echo "== one package missing, no sudo"
 copy "$tmp/missing" "dl-no-such-package"
-rc=0
-out=$(as_user env PATH="$nosudo" bash "$tmp/missing/install-native.sh" --no-image-tools \
-  --no-deploy-tools 2>&1) || rc=$?
-echo "$out"
+demo_install "$tmp/missing"
 [ "$rc" -eq 77 ] || fail "exit $rc, expected 77"
 [ "$(wc -l <<<"$out")" -eq 1 ] || fail "expected one line"
 grep -q "not root and has no sudo: as root, apt-get install .*dl-no-such-package" <<<"$out" ||
